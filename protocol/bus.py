@@ -1,0 +1,662 @@
+"""The bus client every artoo process uses (DESIGN §4): publish/subscribe through the proxy, the
+readiness handshake, per-sender sequence numbers and gap counting, acknowledged work messages with
+re-send and de-duplication, request/reply, heartbeats, and survival of any malformed input.
+
+Threading model: one loop thread owns the ZeroMQ sockets. Handlers run on the loop thread unless
+registered `threaded=True` (LLM and tool work), in which case they run on a small pool. Publishing
+from any other thread goes through a queue that wakes the loop via an eventfd, so sockets are never
+shared between threads.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import secrets
+import threading
+import time
+from collections import Counter, OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import zmq
+
+from . import routes
+from .envelope import (NO_TASK, PROTOCOL_VERSION, Envelope, ProtocolError, decode, dump_body,
+                       encode, owner, parse_body, stream_of, topic_for)
+from .messages import Ack, Body, Heartbeat, Hello, MESSAGE_TYPES
+from .settings import Settings, load_settings
+
+log = logging.getLogger("artoo.bus")
+
+Handler = Callable[[Envelope, Any], Any]
+ALL = "*"
+_LRU_CAP = 8192
+
+
+class BusTimeout(TimeoutError):
+    pass
+
+
+@dataclass
+class _Subscription:
+    type_name: str                 # message type, or "*" for everything
+    fn: Handler
+    ack: bool = False              # this process is a consumer: acknowledge and de-duplicate
+    partition: bool = False        # only the owning instance of a scalable role handles the task
+    threaded: bool = False
+    request: bool = False          # fn returns the reply body; replies are cached by request id
+    task: Optional[str] = None     # only this task's messages
+    when: Optional[Callable[[Envelope, Any], bool]] = None  # extra filter (e.g. "addressed to me")
+    raw: bool = False              # receive the envelope only, skip body validation
+
+    @property
+    def prefix(self) -> bytes:
+        if self.type_name == ALL:
+            return b""
+        return topic_for(self.type_name, self.task) if self.task else f"{self.type_name}/".encode()
+
+
+@dataclass
+class _Pending:
+    frames: list[bytes]
+    consumers: set[str]
+    type_name: str
+    first_sent: float
+    next_at: float
+    backoff: float
+    acked: set[str] = field(default_factory=set)
+    on_done: Optional[Callable[[bool], None]] = None
+    attempts: int = 1
+
+
+class _Lru(OrderedDict):
+    def __init__(self, cap: int):
+        super().__init__()
+        self.cap = cap
+
+    def put(self, key, value):
+        self[key] = value
+        self.move_to_end(key)
+        if len(self) > self.cap:
+            self.popitem(last=False)
+
+
+class BusClient:
+    """A process's connection to the artoo bus. See the module docstring for the threading model."""
+
+    def __init__(self, role: str, *, instance: int = 0, instances: int = 1,
+                 settings: Settings | None = None, node: str | None = None,
+                 heartbeat: bool = True, version: str = ""):
+        self.role = role
+        self.instance = instance
+        self.instances = max(1, instances)
+        self.settings = settings or load_settings()
+        self.node = node or f"{role}-{instance}-{os.getpid()}-{secrets.token_hex(2)}"
+        self.version = version
+        self.heartbeat_enabled = heartbeat
+        self.heartbeat_info: Callable[[], dict] = lambda: {}
+        self.state = "starting"
+        self.started_at = time.time()
+
+        self._subs: list[_Subscription] = []
+        self._by_type: dict[str, list[_Subscription]] = {}
+        self._wildcard: list[_Subscription] = []
+        self._full_streams: set[bytes] = set()
+        self._all_subscribed = False
+        self._my_prefix = f"@{self.node}/".encode()
+
+        self._seq: dict[bytes, int] = {}
+        self._last_seq: _Lru = _Lru(_LRU_CAP * 2)
+        self.gaps: Counter[str] = Counter()
+        self.rejected: Counter[str] = Counter()
+        self.handler_errors = 0
+        self.received = 0
+        self.sent = 0
+        self.lost = 0
+
+        self._pending: dict[str, _Pending] = {}
+        self._seen: _Lru = _Lru(self.settings.dedup_capacity)       # msg id -> "running"/"done"
+        self._replies: _Lru = _Lru(2048)                           # request id -> reply frames
+        self._futures: dict[str, Future] = {}
+        self._timers: list[list] = []                               # [next_at, interval, fn]
+        self._in_flight = 0
+        self._in_flight_lock = threading.Lock()
+
+        self._outq: queue.SimpleQueue = queue.SimpleQueue()
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._ctx: zmq.Context | None = None
+        self._pub = self._sub = None
+        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._ready = threading.Event()
+        self._hello_nonce = ""
+        self._start_error: BaseException | None = None
+        self._log_budget: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------------------------------
+    # registration
+    # ------------------------------------------------------------------------------------------
+    def on(self, type_name: str, fn: Handler, *, ack: bool = False, partition: bool = False,
+           threaded: bool = False, request: bool = False, task: str | None = None,
+           when: Callable[[Envelope, Any], bool] | None = None, raw: bool = False) -> None:
+        """Handle messages of `type_name` ("*" = all). Register before start(), or the call
+        blocks until the new subscription is proven live by a fresh handshake."""
+        if type_name != ALL and type_name not in MESSAGE_TYPES:
+            raise ValueError(f"unknown message type {type_name!r}")
+        sub = _Subscription(type_name, fn, ack, partition, threaded, request, task, when, raw)
+        self._subs.append(sub)
+        if type_name == ALL:
+            self._wildcard.append(sub)
+        else:
+            self._by_type.setdefault(type_name, []).append(sub)
+        if self._ready.is_set():
+            self._call_in_loop(lambda: self._subscribe(sub))
+            self.handshake()
+
+    def add_timer(self, interval_s: float, fn: Callable[[], None]) -> None:
+        """Run fn on the loop thread every interval_s seconds."""
+        entry = [time.monotonic() + interval_s, interval_s, fn]
+        if self._ready.is_set():
+            self._call_in_loop(lambda: self._timers.append(entry))
+        else:
+            self._timers.append(entry)
+
+    # ------------------------------------------------------------------------------------------
+    # lifecycle
+    # ------------------------------------------------------------------------------------------
+    def start(self, timeout: float | None = None) -> "BusClient":
+        """Connect and return once the handshake proves the path through the proxy works."""
+        timeout = timeout or self.settings.ready_timeout_s
+        self._pool = ThreadPoolExecutor(self.settings.handler_threads,
+                                        thread_name_prefix=f"{self.role}-h")
+        self._thread = threading.Thread(target=self._loop_main, name=f"bus-{self.role}",
+                                        daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout) or self._start_error:
+            self.stop()
+            raise BusTimeout(f"{self.node}: not ready after {timeout}s "
+                             f"({self._start_error or 'no echo from proxy'})")
+        self.state = "running"
+        return self
+
+    def stop(self, drain_s: float = 0.0) -> None:
+        """Stop the loop; with drain_s > 0 first wait for outstanding acks that long."""
+        if drain_s > 0 and self._ready.is_set():
+            deadline = time.monotonic() + drain_s
+            while self._pending and time.monotonic() < deadline and not self._stopped.is_set():
+                time.sleep(0.02)
+        self.state = "stopping"
+        self._stop.set()
+        self._wake()
+        if self._thread and self._thread is not threading.current_thread():
+            self._thread.join(5)
+        if self._pool:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        for fut in list(self._futures.values()):
+            if not fut.done():
+                fut.set_exception(BusTimeout("bus client stopped"))
+
+    def wait_stopped(self, timeout: float | None = None) -> bool:
+        return self._stopped.wait(timeout)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set() and not self._stop.is_set()
+
+    # ------------------------------------------------------------------------------------------
+    # sending (any thread)
+    # ------------------------------------------------------------------------------------------
+    def publish(self, msg: Body, *, task: str | None = None, to: str | None = None,
+                node: str | None = None, corr: str | None = None, reply_to: str | None = None,
+                trace: str | None = None) -> str:
+        """Fire-and-forget publish; returns the message id. `node` directs it to one process."""
+        env = self._envelope(msg, task, to, corr, reply_to, trace)
+        self._submit(("pub", env, topic_for(env.type, env.task, node), None))
+        return env.id
+
+    def send(self, msg: Body, *, task: str | None = None, to: str | None = None,
+             consumers: tuple[str, ...] | None = None, node: str | None = None,
+             on_done: Callable[[bool], None] | None = None, trace: str | None = None) -> str:
+        """Publish a work message and re-send it with backoff until every consumer role acks."""
+        tname = type(msg).__name__
+        if consumers is None:
+            consumers = (to,) if to else routes.consumers(tname, self.role)
+        if not consumers:
+            raise ValueError(f"{tname} from {self.role} has no consumer to acknowledge it")
+        env = self._envelope(msg, task, to or (consumers[0] if len(consumers) == 1 else None),
+                             None, None, trace)
+        self._submit(("work", env, topic_for(env.type, env.task, node),
+                      (set(consumers), on_done)))
+        return env.id
+
+    def request(self, msg: Body, *, to: str, timeout: float | None = None,
+                task: str | None = None) -> tuple[Envelope, Any]:
+        """Request/reply by correlation id; re-sends with backoff until a reply or the timeout."""
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("request() would deadlock on the bus loop thread; use threaded=True")
+        timeout = timeout or self.settings.request_timeout_s
+        env = self._envelope(msg, task, to, None, self.node, None)
+        fut: Future = Future()
+        self._futures[env.id] = fut
+        topic = topic_for(env.type, env.task)
+        try:
+            deadline = time.monotonic() + timeout
+            wait = 0.5
+            self._submit(("pub", env, topic, None))
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise BusTimeout(f"no reply to {env.type} from {to} within {timeout}s")
+                try:
+                    return fut.result(min(wait, remaining))
+                except TimeoutError:
+                    if self._stop.is_set():
+                        raise BusTimeout("bus client stopped") from None
+                    self._submit(("pub", env, topic, None))  # same id: the replier dedups
+                    wait = min(wait * 2, 2.0)
+        finally:
+            self._futures.pop(env.id, None)
+
+    def reply(self, request_env: Envelope, msg: Body) -> None:
+        """Answer a request (normally done for you by handlers registered with request=True)."""
+        self._submit(("reply", request_env, msg, None))
+
+    def handshake(self, timeout: float | None = None) -> None:
+        """Block until a fresh probe comes back through the proxy (all subscriptions live)."""
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("handshake() cannot run on the loop thread")
+        done = threading.Event()
+        self._submit(("hello", done, None, None))
+        if not done.wait(timeout or self.settings.ready_timeout_s):
+            raise BusTimeout(f"{self.node}: handshake timed out")
+
+    # ------------------------------------------------------------------------------------------
+    # introspection
+    # ------------------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        return {
+            "node": self.node, "role": self.role, "instance": self.instance,
+            "received": self.received, "sent": self.sent, "rejected": dict(self.rejected),
+            "gaps": dict(self.gaps), "unacked": len(self._pending), "lost": self.lost,
+            "handler_errors": self.handler_errors, "in_flight": self._in_flight,
+        }
+
+    def owns(self, task_id: str) -> bool:
+        return owner(task_id, self.instances) == self.instance
+
+    # ------------------------------------------------------------------------------------------
+    # internals: envelope and queue
+    # ------------------------------------------------------------------------------------------
+    def _envelope(self, msg: Body, task, to, corr, reply_to, trace) -> Envelope:
+        tname = type(msg).__name__
+        if tname not in MESSAGE_TYPES:
+            raise ValueError(f"{tname} is not a catalogue message type")
+        if task is None:
+            task = getattr(msg, "task_id", None) or getattr(msg, "parent_task_id", None) or NO_TASK
+        return Envelope(type=tname, body=dump_body(msg), sender=self.role, node=self.node,
+                        task=task, to=to, corr=corr, reply_to=reply_to, trace=trace)
+
+    def _submit(self, item: tuple) -> None:
+        if self._stop.is_set():
+            return
+        if threading.current_thread() is self._thread:
+            self._process_item(item)
+        else:
+            self._outq.put(item)
+            self._wake()
+
+    def _call_in_loop(self, fn: Callable[[], None]) -> None:
+        self._submit(("call", fn, None, None))
+
+    def _wake(self) -> None:
+        try:
+            os.eventfd_write(self._wake_fd, 1)
+        except OSError:
+            pass
+
+    def _process_item(self, item: tuple) -> None:
+        kind, a, b, c = item
+        if kind == "pub":
+            self._send_env(a, b)
+        elif kind == "work":
+            consumers, on_done = c
+            frames = self._send_env(a, b)
+            now = time.monotonic()
+            self._pending[a.id] = _Pending(frames, consumers, a.type, now,
+                                           now + self.settings.ack_initial_s,
+                                           self.settings.ack_initial_s, on_done=on_done)
+        elif kind == "reply":
+            self._send_reply(a, b)
+        elif kind == "hello":
+            self._hello_waiters.append(a)
+            self._send_hello()
+        elif kind == "call":
+            a()
+
+    def _send_env(self, env: Envelope, topic: bytes) -> list[bytes]:
+        stream = stream_of(topic)
+        seq = self._seq.get(stream, 0) + 1
+        self._seq[stream] = seq
+        if len(self._seq) > _LRU_CAP:  # directed streams to short-lived effectors come and go
+            for key in list(self._seq)[: len(self._seq) // 2]:
+                if key.startswith(b"@"):
+                    del self._seq[key]
+        env.seq = seq
+        frames = [topic, encode(env)]
+        self._send_frames(frames)
+        return frames
+
+    def _send_frames(self, frames: list[bytes]) -> None:
+        try:
+            self._pub.send_multipart(frames, copy=False)
+            self.sent += 1
+        except zmq.ZMQError as exc:  # HWM with NODROP, or the context going away
+            self._note("send_error", f"send failed: {exc}")
+
+    def _send_reply(self, req: Envelope, msg: Body) -> None:
+        if not req.reply_to:
+            return
+        env = self._envelope(msg, req.task, req.sender, req.id, None, req.trace)
+        frames = self._send_env(env, topic_for(env.type, env.task, req.reply_to))
+        self._replies.put(req.id, frames)
+
+    def _ack(self, env: Envelope, ok: bool = True, error: str | None = None) -> None:
+        ack = Envelope(type="Ack", body={"ack_id": env.id, "ok": ok, "error": error},
+                       sender=self.role, node=self.node, task=env.task, to=env.sender,
+                       corr=env.id)
+        self._send_env(ack, topic_for("Ack", node=env.node))
+
+    def _send_hello(self) -> None:
+        if not self._hello_nonce:
+            self._hello_nonce = secrets.token_hex(8)
+        env = Envelope(type="Hello", body={"node": self.node, "nonce": self._hello_nonce},
+                       sender=self.role, node=self.node, to="self")
+        self._send_env(env, topic_for("Hello", node=self.node))
+
+    def _note(self, reason: str, message: str) -> None:
+        self._log_budget[reason] += 1
+        n = self._log_budget[reason]
+        if n <= 5 or n % 1000 == 0:
+            log.warning("%s [%s #%d] %s", self.node, reason, n, message)
+
+    # ------------------------------------------------------------------------------------------
+    # internals: the loop
+    # ------------------------------------------------------------------------------------------
+    def _subscribe(self, sub: _Subscription) -> None:
+        self._sub.setsockopt(zmq.SUBSCRIBE, sub.prefix)
+        if sub.type_name == ALL:
+            self._all_subscribed = True
+        elif not sub.task:
+            self._full_streams.add(sub.type_name.encode())
+
+    def _connect(self) -> None:
+        s = self.settings
+        self._ctx = zmq.Context()
+        self._pub = self._ctx.socket(zmq.PUB)
+        self._sub = self._ctx.socket(zmq.SUB)
+        for sock in (self._pub, self._sub):
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.RECONNECT_IVL, 50)
+            sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        self._pub.setsockopt(zmq.SNDHWM, s.hwm)
+        self._sub.setsockopt(zmq.RCVHWM, s.hwm)
+        self._pub.connect(s.endpoint("xsub"))
+        self._sub.connect(s.endpoint("xpub"))
+        self._sub.setsockopt(zmq.SUBSCRIBE, self._my_prefix)
+        for sub in self._subs:
+            self._subscribe(sub)
+
+    def _loop_main(self) -> None:
+        self._hello_waiters: list[threading.Event] = []
+        try:
+            self._connect()
+        except Exception as exc:
+            self._start_error = exc
+            self._ready.set()
+            self._stopped.set()
+            return
+        poller = zmq.Poller()
+        poller.register(self._sub, zmq.POLLIN)
+        poller.register(self._wake_fd, zmq.POLLIN)
+        hb_next = 0.0
+        hello_next = 0.0
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if not self._ready.is_set() or self._hello_waiters:
+                    if now >= hello_next:  # re-probe: the first probes race the subscription
+                        self._send_hello()
+                        hello_next = now + 0.02
+                    timeout_ms = 5
+                else:
+                    timeout_ms = self._run_timers(now)
+                    if self.heartbeat_enabled and now >= hb_next:
+                        self._publish_heartbeat()
+                        hb_next = now + self.settings.heartbeat_interval_s
+                    timeout_ms = min(timeout_ms,
+                                     max(0, int((hb_next - now) * 1000)) if self.heartbeat_enabled
+                                     else timeout_ms)
+                events = dict(poller.poll(timeout_ms))
+                if self._sub in events:
+                    for _ in range(1000):  # bounded batch keeps timers and the queue served
+                        try:
+                            frames = self._sub.recv_multipart(zmq.NOBLOCK, copy=True)
+                        except zmq.Again:
+                            break
+                        self._on_frames(frames)
+                if self._wake_fd in events:
+                    try:
+                        os.eventfd_read(self._wake_fd)
+                    except BlockingIOError:
+                        pass
+                while True:
+                    try:
+                        item = self._outq.get_nowait()
+                    except queue.Empty:
+                        break
+                    self._process_item(item)
+                if self._pending and self._ready.is_set():
+                    self._resend_due(time.monotonic())
+        except Exception:  # a bug in the loop itself: exit loudly so supervisord restarts us
+            log.exception("%s: bus loop crashed", self.node)
+            self._start_error = RuntimeError("bus loop crashed")
+            self._ready.set()
+        finally:
+            self._stopped.set()
+            try:
+                self._pub.close(0)
+                self._sub.close(0)
+                self._ctx.term()
+            except Exception:
+                pass
+            try:
+                os.close(self._wake_fd)
+            except OSError:
+                pass
+
+    def _run_timers(self, now: float) -> int:
+        wait = 50.0
+        for entry in self._timers:
+            if now >= entry[0]:
+                entry[0] = now + entry[1]
+                try:
+                    entry[2]()
+                except Exception:
+                    self.handler_errors += 1
+                    log.exception("%s: timer failed", self.node)
+            wait = min(wait, max(0.0, (entry[0] - now) * 1000))
+        if self._pending:
+            wait = min(wait, 20.0)
+        return int(wait)
+
+    def _publish_heartbeat(self) -> None:
+        try:
+            info = self.heartbeat_info() or {}
+        except Exception as exc:
+            info = {"error": str(exc)}
+        hb = Heartbeat(role=self.role, instance=self.instance, node=self.node, pid=os.getpid(),
+                       state=self.state, in_flight=self._in_flight, version=self.version,
+                       started_at=self.started_at, uptime_s=time.time() - self.started_at,
+                       gaps=dict(self.gaps.most_common(20)), rejected=dict(self.rejected),
+                       received=self.received, sent=self.sent, unacked=len(self._pending),
+                       lost=self.lost, info=info)
+        env = self._envelope(hb, f"{self.role}", None, None, None, None)
+        self._send_env(env, topic_for("Heartbeat", self.role))
+
+    def _resend_due(self, now: float) -> None:
+        s = self.settings
+        for msg_id, p in list(self._pending.items()):
+            if now < p.next_at:
+                continue
+            if now - p.first_sent > s.ack_give_up_s:
+                del self._pending[msg_id]
+                self.lost += 1
+                log.error("%s: %s %s never acknowledged by %s; giving up after %d sends",
+                          self.node, p.type_name, msg_id, sorted(p.consumers - p.acked),
+                          p.attempts)
+                if p.on_done:
+                    p.on_done(False)
+                continue
+            self._send_frames(p.frames)
+            p.attempts += 1
+            p.backoff = min(p.backoff * 2, s.ack_max_backoff_s)
+            p.next_at = now + p.backoff
+
+    def _reject(self, exc: ProtocolError) -> None:
+        self.rejected[exc.reason] += 1
+        self._note(exc.reason, f"rejected frame: {exc}")
+
+    def _on_frames(self, frames: list[bytes]) -> None:
+        self.received += 1
+        try:
+            topic, env = decode(frames, self.settings.max_frame_bytes)
+        except ProtocolError as exc:
+            self._reject(exc)
+            return
+        stream = stream_of(topic)
+        mine = topic.startswith(self._my_prefix)
+        if mine or self._all_subscribed or stream in self._full_streams:
+            key = (env.node, stream)
+            last = self._last_seq.get(key)
+            if last is not None and env.seq > last + 1:
+                self.gaps[env.node] += env.seq - last - 1
+                if len(self.gaps) > 512:
+                    for node, _ in self.gaps.most_common()[256:]:
+                        del self.gaps[node]
+            if last is None or env.seq > last:
+                self._last_seq.put(key, env.seq)
+        tname = env.type
+        if mine:
+            if tname == "Hello":
+                if env.body.get("nonce") == self._hello_nonce:
+                    self._hello_nonce = ""
+                    self._ready.set()
+                    for ev in self._hello_waiters:
+                        ev.set()
+                    self._hello_waiters.clear()
+                return
+            if tname == "Ack":
+                self._on_ack(env)
+                return
+            if env.corr and env.corr in self._futures:
+                try:
+                    body = parse_body(env)
+                except ProtocolError as exc:
+                    self._reject(exc)
+                    return
+                fut = self._futures.get(env.corr)
+                if fut and not fut.done():
+                    fut.set_result((env, body))
+                return
+        subs = self._by_type.get(tname)
+        if self._wildcard:
+            subs = (subs or []) + self._wildcard
+        if not subs:
+            return
+        body = None
+        for sub in subs:
+            if sub.task and env.task != sub.task:
+                continue
+            if sub.type_name != ALL and topic.startswith(b"@") and not mine:
+                continue  # directed at another process
+            if sub.partition and not self.owns(env.task):
+                continue
+            if sub.raw:
+                msg = None
+            else:
+                if body is None:
+                    try:
+                        body = parse_body(env)
+                    except ProtocolError as exc:
+                        self._reject(exc)
+                        return
+                msg = body
+            if sub.when is not None:
+                try:
+                    if not sub.when(env, msg):
+                        continue
+                except Exception:
+                    continue
+            if sub.request:
+                cached = self._replies.get(env.id)
+                if cached is not None:
+                    self._send_frames(cached)
+                    continue
+            if sub.ack:
+                state = self._seen.get(env.id)
+                if state == "done":
+                    self._ack(env)
+                    continue
+                if state == "running":
+                    continue
+                self._seen.put(env.id, "running")
+            if sub.threaded:
+                with self._in_flight_lock:
+                    self._in_flight += 1
+                self._pool.submit(self._run_handler, sub, env, msg, True)
+            else:
+                self._run_handler(sub, env, msg, False)
+
+    def _run_handler(self, sub: _Subscription, env: Envelope, msg: Any, threaded: bool) -> None:
+        ok, error, result = True, None, None
+        try:
+            result = sub.fn(env, msg)
+        except Exception as exc:
+            ok, error = False, f"{type(exc).__name__}: {exc}"
+            self.handler_errors += 1
+            log.exception("%s: handler for %s failed", self.node, env.type)
+        finally:
+            if threaded:
+                with self._in_flight_lock:
+                    self._in_flight -= 1
+        if sub.request and isinstance(result, Body):
+            self._submit(("reply", env, result, None))
+        if sub.ack:
+            def finish():
+                self._seen.put(env.id, "done")
+                self._ack(env, ok, error)
+            self._call_in_loop(finish) if threaded else finish()
+
+    def _on_ack(self, env: Envelope) -> None:
+        ack_id = env.body.get("ack_id")
+        p = self._pending.get(ack_id) if isinstance(ack_id, str) else None
+        if p is None:
+            return
+        if env.body.get("ok") is False:
+            log.warning("%s: %s %s handled with error by %s: %s", self.node, p.type_name, ack_id,
+                        env.sender, env.body.get("error"))
+        p.acked.add(env.sender)
+        if p.consumers <= p.acked:
+            del self._pending[ack_id]
+            if p.on_done:
+                try:
+                    p.on_done(True)
+                except Exception:
+                    log.exception("%s: on_done callback failed", self.node)
+
+
+__all__ = ["BusClient", "BusTimeout", "ALL", "PROTOCOL_VERSION", "Ack", "Hello"]

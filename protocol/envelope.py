@@ -1,0 +1,131 @@
+"""The versioned envelope, the msgpack codec and the topic scheme (DESIGN §4).
+
+Wire format: two ZeroMQ frames `[topic, msgpack(envelope)]`. Topics are prefix-matchable:
+`<Type>/<task_id>` for task traffic, `<Type>/-` without a task, and `@<node>/<Type>` for messages
+directed at one process (acks, replies, the readiness probe). The envelope is checked by hand (it is
+on the hot path); the body is validated with the type's pydantic model.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+from pydantic import ValidationError
+
+from .messages import MESSAGE_TYPES, Body
+
+PROTOCOL_VERSION = 1
+NO_TASK = "-"
+
+
+class ProtocolError(Exception):
+    """A frame that cannot be accepted; `reason` is the counter it is reported under."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(slots=True)
+class Envelope:
+    type: str
+    body: dict
+    sender: str                    # role
+    node: str                      # unique process id, e.g. planner-1-4711-ab12
+    seq: int = 0                   # per (node, stream) sequence number
+    task: str = NO_TASK
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    ts: float = field(default_factory=time.time)
+    to: str | None = None          # receiver role (None = observers)
+    corr: str | None = None        # correlation id (reply to / ack of)
+    reply_to: str | None = None    # node that wants the reply
+    trace: str | None = None
+    v: int = PROTOCOL_VERSION
+
+    def to_wire(self) -> dict:
+        return {"v": self.v, "id": self.id, "ts": self.ts, "type": self.type, "from": self.sender,
+                "node": self.node, "seq": self.seq, "task": self.task, "to": self.to,
+                "corr": self.corr, "reply_to": self.reply_to, "trace": self.trace, "body": self.body}
+
+
+_STR_FIELDS = ("id", "type", "from", "node", "task")
+_OPT_STR_FIELDS = ("to", "corr", "reply_to", "trace")
+
+
+def topic_for(type_name: str, task: str | None = None, node: str | None = None) -> bytes:
+    if node:
+        return f"@{node}/{type_name}".encode()
+    return f"{type_name}/{task or NO_TASK}".encode()
+
+
+def stream_of(topic: bytes) -> bytes:
+    """Sequence numbers count per stream: the first topic segment (a type, or `@node`)."""
+    return topic.split(b"/", 1)[0]
+
+
+def owner(task_id: str, instances: int) -> int:
+    """The instance of a scalable role that owns a task: stable hash mod N (DESIGN §3)."""
+    if instances <= 1:
+        return 0
+    return zlib.crc32(task_id.encode()) % instances
+
+
+def encode(env: Envelope) -> bytes:
+    return msgpack.packb(env.to_wire(), use_bin_type=True)
+
+
+def decode(frames: list[bytes], max_bytes: int) -> tuple[bytes, Envelope]:
+    """Frames → (topic, envelope) with the envelope checked; raises ProtocolError."""
+    if len(frames) != 2:
+        raise ProtocolError("frames", f"expected 2 frames, got {len(frames)}")
+    topic, payload = frames
+    if len(payload) > max_bytes or len(topic) > 1024:
+        raise ProtocolError("oversized", f"{len(payload)} bytes > {max_bytes}")
+    try:
+        raw = msgpack.unpackb(payload, raw=False, strict_map_key=True)
+    except Exception as exc:  # msgpack raises several unrelated exception types
+        raise ProtocolError("msgpack", type(exc).__name__) from None
+    if not isinstance(raw, dict):
+        raise ProtocolError("envelope", "not a map")
+    version = raw.get("v")
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError("version", f"unsupported protocol version {version!r}")
+    for key in _STR_FIELDS:
+        if not isinstance(raw.get(key), str):
+            raise ProtocolError("envelope", f"field {key!r} missing or not a string")
+    for key in _OPT_STR_FIELDS:
+        if raw.get(key) is not None and not isinstance(raw[key], str):
+            raise ProtocolError("envelope", f"field {key!r} not a string")
+    seq, ts, body = raw.get("seq"), raw.get("ts"), raw.get("body")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        raise ProtocolError("envelope", "field 'seq' not a non-negative integer")
+    if not isinstance(ts, (int, float)) or isinstance(ts, bool):
+        raise ProtocolError("envelope", "field 'ts' not a number")
+    if not isinstance(body, dict):
+        raise ProtocolError("envelope", "field 'body' not a map")
+    if raw["type"] not in MESSAGE_TYPES:
+        raise ProtocolError("unknown_type", raw["type"][:64])
+    env = Envelope(type=raw["type"], body=body, sender=raw["from"], node=raw["node"], seq=seq,
+                   task=raw["task"], id=raw["id"], ts=float(ts), to=raw.get("to"),
+                   corr=raw.get("corr"), reply_to=raw.get("reply_to"), trace=raw.get("trace"),
+                   v=version)
+    return topic, env
+
+
+def parse_body(env: Envelope) -> Body:
+    """Validate the body against its type's model; raises ProtocolError('schema')."""
+    try:
+        return MESSAGE_TYPES[env.type].model_validate(env.body)
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else {}
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        raise ProtocolError("schema", f"{env.type}.{loc}: {first.get('msg', 'invalid')}") from None
+
+
+def dump_body(msg: Body) -> dict[str, Any]:
+    return msg.model_dump(mode="python")

@@ -1,0 +1,202 @@
+"""Every path, limit and threshold of artoo with its named default, in one place (DESIGN §11).
+
+Values come from the environment (and a `.env` file in the working directory or in $ARTOO_HOME),
+falling back to the defaults below. `protocol` imports nothing else of ours, so every process can
+read its configuration before it has anything else.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+# ipc:// paths are limited by sun_path (108 bytes on Linux); keep a margin for the file name.
+_MAX_IPC_DIR = 80
+
+
+def _load_dotenv_files() -> None:
+    """Load `.env` from the working directory and from $ARTOO_HOME without overriding the env."""
+    candidates = [Path.cwd() / ".env"]
+    home = os.environ.get("ARTOO_HOME")
+    if home:
+        candidates.append(Path(home) / ".env")
+    for path in candidates:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            key, _, value = line.partition("=")
+            key = key.strip().removeprefix("export ").strip()
+            value = value.strip().strip("'\"")
+            os.environ.setdefault(key, value)
+
+
+def _env(name: str, default, cast=None):
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    cast = cast or type(default)
+    if cast is bool:
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    try:
+        return cast(raw)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"invalid value for {name}: {raw!r} ({exc})") from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    # --- locations -----------------------------------------------------------------------------
+    home: Path = field(default_factory=lambda: Path("~/.artoo").expanduser())
+    workspace: Path = field(default_factory=lambda: Path("~/artoo_workspace").expanduser())
+    run_dir_override: str = ""           # ARTOO_RUN_DIR: where ipc sockets and pid files live
+
+    # --- bus -----------------------------------------------------------------------------------
+    xsub_endpoint: str = ""              # ARTOO_BUS_XSUB (publishers connect here); ipc default
+    xpub_endpoint: str = ""              # ARTOO_BUS_XPUB (subscribers connect here)
+    capture_endpoint: str = ""           # ARTOO_BUS_CAPTURE (PUSH from the proxy to the tap)
+    control_endpoint: str = ""           # ARTOO_BUS_CONTROL (steerable proxy: STATISTICS etc.)
+    bus_capture: bool = True             # ARTOO_CAPTURE: feed every message to the tap
+    max_frame_bytes: int = 1 << 20       # receivers refuse larger envelopes
+    proxy_max_frame_bytes: int = 8 << 20  # the proxy disconnects publishers above this
+    hwm: int = 100_000                   # generous high-water mark on every bus socket
+    heartbeat_interval_s: float = 1.0
+    missing_after_s: float = 3.0         # a role silent this long is reported missing
+    ready_timeout_s: float = 15.0        # handshake: own message back through the proxy
+    ack_initial_s: float = 0.25          # first re-send of an unacknowledged work message
+    ack_max_backoff_s: float = 4.0
+    ack_give_up_s: float = 900.0         # stop re-sending after this long (counted as lost)
+    dedup_capacity: int = 50_000         # message ids remembered by each receiver
+    request_timeout_s: float = 10.0      # request/reply (memory queries)
+    handler_threads: int = 8             # worker threads for handlers that call LLMs or tools
+
+    # --- tasks ---------------------------------------------------------------------------------
+    task_deadline_s: float = 900.0       # every task ends with a FinalResult by then at the latest
+    subtask_deadline_s: float = 300.0    # the spawner kills an effector after this
+    max_concurrent_effectors: int = 8
+    clarification_rounds: int = 2
+    executor_max_turns: int = 10
+    validator_max_attempts: int = 2      # maxRetries: scored attempts per subtask
+    max_replans: int = 3                 # R4b recommends abandon on its third ReplanRequest
+    tool_output_chars: int = 4000        # head+tail budget per tool result in a prompt
+    shell_timeout_s: float = 30.0
+    search_timeout_s: float = 15.0
+    approval_timeout_s: float = 120.0    # Law 1: no answer by then means deny
+
+    # --- GGS (seeds/000 Appendix B) ------------------------------------------------------------
+    ggs_alpha: float = 0.6
+    ggs_beta: float = 0.3
+    ggs_lambda: float = 0.4
+    ggs_w1: float = 0.6
+    ggs_w2: float = 0.4
+    ggs_epsilon: float = 0.1
+    ggs_delta: float = 0.3
+    ggs_rho: float = 0.5
+    ggs_theta: float = 0.8
+    ggs_time_budget_ms: float = 300_000.0
+    ggs_max_replans: int = 3
+    ggs_kill_threshold: int = 2
+
+    # --- memory (seeds/000 §4) -----------------------------------------------------------------
+    memory_map_size: int = 1 << 30       # initial LMDB map size; grows on MapFullError
+    memory_max_calibration_entries: int = 10
+    dreamer_interval_s: float = 300.0
+    dreamer_after_final_s: float = 3.0
+    dreamer_gc_threshold: float = 0.1
+    dreamer_promote_attention: float = 5.0
+    dreamer_promote_decision: float = 3.0
+
+    # --- audit ---------------------------------------------------------------------------------
+    tap_fsync_interval_s: float = 0.1
+    tap_segment_bytes: int = 64 << 20
+    audit_report_interval_s: float = 300.0
+
+    # --- LLM -----------------------------------------------------------------------------------
+    llm_timeout_s: float = 120.0
+    llm_retries: int = 3
+    llm_backoff_s: float = 0.5
+    local_model_path: str = ""           # ARTOO_LOCAL_MODEL
+    local_llm_port: int = 0              # 0 = derive from ARTOO_HOME (stable per data dir)
+
+    # --- derived paths -------------------------------------------------------------------------
+    @property
+    def run_dir(self) -> Path:
+        if self.run_dir_override:
+            return Path(self.run_dir_override)
+        candidate = self.home / "run"
+        if len(str(candidate)) <= _MAX_IPC_DIR:
+            return candidate
+        digest = hashlib.sha1(str(self.home).encode()).hexdigest()[:10]
+        return Path("/tmp") / f"artoo-{digest}"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def tasks_dir(self) -> Path:
+        return self.home / "tasks"
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.home / "audit"
+
+    @property
+    def memory_path(self) -> Path:
+        return self.home / "memory.lmdb"
+
+    def endpoint(self, name: str) -> str:
+        """The bus endpoint `name` (xsub, xpub, capture, control), ipc under run_dir by default."""
+        configured = getattr(self, f"{name}_endpoint")
+        return configured or f"ipc://{self.run_dir}/{name}.sock"
+
+    def ensure_dirs(self) -> None:
+        for path in (self.home, self.logs_dir, self.tasks_dir, self.audit_dir, self.workspace):
+            path.mkdir(parents=True, exist_ok=True)
+        self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.run_dir, 0o700)
+
+    def as_dict(self) -> dict:
+        return {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else v)
+                for f in fields(self)}
+
+
+# Environment variable for each field: ARTOO_<FIELD> unless listed here.
+_ENV_NAMES = {
+    "home": "ARTOO_HOME",
+    "workspace": "ARTOO_WORKSPACE",
+    "run_dir_override": "ARTOO_RUN_DIR",
+    "xsub_endpoint": "ARTOO_BUS_XSUB",
+    "xpub_endpoint": "ARTOO_BUS_XPUB",
+    "capture_endpoint": "ARTOO_BUS_CAPTURE",
+    "control_endpoint": "ARTOO_BUS_CONTROL",
+    "local_model_path": "ARTOO_LOCAL_MODEL",
+    "bus_capture": "ARTOO_CAPTURE",
+}
+
+
+def env_name(field_name: str) -> str:
+    return _ENV_NAMES.get(field_name, f"ARTOO_{field_name.upper()}")
+
+
+def load_settings(**overrides) -> Settings:
+    """Build Settings from the environment (+ .env), with explicit keyword overrides on top."""
+    _load_dotenv_files()
+    defaults = Settings()
+    values = {}
+    for f in fields(Settings):
+        default = getattr(defaults, f.name)
+        if isinstance(default, Path):
+            raw = os.environ.get(env_name(f.name))
+            values[f.name] = Path(raw).expanduser() if raw else default
+        else:
+            values[f.name] = _env(env_name(f.name), default)
+    values.update(overrides)
+    for key in ("home", "workspace"):
+        values[key] = Path(values[key]).expanduser().resolve()
+    return Settings(**values)

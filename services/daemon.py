@@ -1,0 +1,278 @@
+"""Daemon control behind `artoo up / down / status`: supervisord, the expected roles, heartbeats.
+
+The expected roles are read from `supervisord.conf` itself (program name = role name, numprocs =
+instances), so adding a role is one [program] section and nothing else. Liveness comes from the
+heartbeats on the bus (a role silent for `missing_after_s` is missing); supervisord's own view
+(state, pid) is shown next to it.
+"""
+from __future__ import annotations
+
+import configparser
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import xmlrpc.client
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from protocol.bus import BusClient, BusTimeout
+from protocol.settings import Settings
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SCALE = 2
+TAG_VAR = "ARTOO_DAEMON_TAG"      # every daemon process carries it; `down` sweeps by it
+
+
+def conf_path() -> Path:
+    return Path(os.environ.get("ARTOO_SUPERVISORD_CONF", REPO_ROOT / "supervisord.conf"))
+
+
+def daemon_env(settings: Settings, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "ARTOO_HOME": str(settings.home),
+        "ARTOO_WORKSPACE": str(settings.workspace),
+        "ARTOO_RUN": str(settings.run_dir),
+        "ARTOO_RUN_DIR": str(settings.run_dir),
+        "ARTOO_PYTHON": sys.executable,
+        "ARTOO_SCALE": env.get("ARTOO_SCALE") or str(DEFAULT_SCALE),
+        TAG_VAR: str(settings.home),
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    numprocs: int
+    autostart: bool
+
+
+def expected_programs(env: dict[str, str] | None = None) -> list[Program]:
+    """Programs of supervisord.conf with their instance counts (ENV_ expansions resolved)."""
+    env = env or os.environ
+    parser = configparser.RawConfigParser()
+    parser.read(conf_path())
+    programs = []
+    for section in parser.sections():
+        if not section.startswith("program:"):
+            continue
+        raw = parser.get(section, "numprocs", fallback="1")
+        for key, value in env.items():
+            raw = raw.replace(f"%(ENV_{key})s", value)
+        try:
+            numprocs = int(raw)
+        except ValueError:
+            numprocs = DEFAULT_SCALE
+        autostart = parser.get(section, "autostart", fallback="true").strip().lower() != "false"
+        programs.append(Program(section.split(":", 1)[1], numprocs, autostart))
+    return programs
+
+
+def expected_instances(env: dict[str, str] | None = None) -> list[tuple[str, int]]:
+    return [(p.name, i) for p in expected_programs(env) if p.autostart for i in range(p.numprocs)]
+
+
+# ---------------------------------------------------------------------------------------------
+# supervisord
+# ---------------------------------------------------------------------------------------------
+
+def rpc(settings: Settings):
+    from supervisor.xmlrpc import SupervisorTransport
+    url = f"unix://{settings.run_dir}/supervisor.sock"
+    transport = SupervisorTransport(None, None, serverurl=url)
+    return xmlrpc.client.ServerProxy("http://127.0.0.1", transport=transport)
+
+
+def supervisord_pid(settings: Settings) -> int | None:
+    try:
+        pid = int((settings.run_dir / "supervisord.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if psutil.pid_exists(pid) else None
+
+
+def supervisor_processes(settings: Settings) -> dict[tuple[str, int], dict]:
+    """supervisord's view: (program, instance) -> {state, pid, start}; empty when not running."""
+    try:
+        infos = rpc(settings).supervisor.getAllProcessInfo()
+    except Exception:
+        return {}
+    out = {}
+    for info in infos:
+        name = info["name"]
+        program, _, num = name.rpartition("_")
+        if not program or not num.isdigit():
+            program, num = name, "0"
+        out[(program if program == info["group"] else info["group"], int(num))] = info
+    return out
+
+
+class DaemonError(RuntimeError):
+    pass
+
+
+def up(settings: Settings, timeout_s: float = 90.0, extra_env: dict[str, str] | None = None) -> dict:
+    """Start supervisord (if not running) and wait until every expected role heartbeats."""
+    settings.ensure_dirs()
+    env = daemon_env(settings, extra_env)
+    if supervisord_pid(settings) is None:
+        for stale in ("supervisor.sock", "supervisord.pid"):
+            try:
+                (settings.run_dir / stale).unlink()
+            except FileNotFoundError:
+                pass
+        proc = subprocess.run([sys.executable, "-m", "supervisor.supervisord", "-c",
+                               str(conf_path())], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise DaemonError(f"supervisord failed to start: {proc.stderr.strip() or proc.stdout}")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            rpc(settings).supervisor.getState()
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise DaemonError("supervisord did not open its control socket") from None
+            time.sleep(0.05)
+    expected = expected_instances(env)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            report = collect_status(settings, env=env, window_s=1.5)
+            missing = [f"{r['role']}[{r['instance']}]" for r in report["roles"] if not r["alive"]]
+            raise DaemonError(f"roles not ready after {timeout_s:.0f}s: {', '.join(missing)} "
+                              f"(logs: {settings.logs_dir})")
+        fatal = [f"{p}[{i}]" for (p, i), info in supervisor_processes(settings).items()
+                 if info.get("statename") == "FATAL"]
+        if fatal:
+            raise DaemonError(f"roles failed to start: {', '.join(fatal)} (logs: {settings.logs_dir})")
+        try:
+            report = collect_status(settings, env=env, window_s=min(2.0, remaining))
+        except BusTimeout:
+            time.sleep(0.1)  # the bus itself is still starting
+            continue
+        if all(r["alive"] for r in report["roles"]) and len(report["roles"]) >= len(expected):
+            return report
+
+
+def down(settings: Settings, timeout_s: float = 30.0) -> list[int]:
+    """Stop supervisord and everything it started; SIGKILL any straggler. Returns swept pids."""
+    pid = supervisord_pid(settings)
+    if pid is not None:
+        try:
+            rpc(settings).supervisor.shutdown()
+        except Exception:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        try:
+            psutil.Process(pid).wait(timeout_s)
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.TimeoutExpired:
+            os.kill(pid, signal.SIGKILL)
+    swept = sweep(settings)
+    for stale in ("supervisor.sock", "supervisord.pid"):
+        try:
+            (settings.run_dir / stale).unlink()
+        except FileNotFoundError:
+            pass
+    return swept
+
+
+def our_processes(settings: Settings) -> list[psutil.Process]:
+    """Every live process started by this data dir's daemon (tagged through its environment)."""
+    tag = str(settings.home)
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == me:
+            continue
+        try:
+            if proc.environ().get(TAG_VAR) == tag and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def sweep(settings: Settings) -> list[int]:
+    procs = our_processes(settings)
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=5)
+    return [p.pid for p in procs]
+
+
+# ---------------------------------------------------------------------------------------------
+# status from heartbeats
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class HeartbeatCollector:
+    """Latest heartbeat per (role, instance) seen on the bus."""
+    beats: dict[tuple[str, int], tuple[float, dict]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    changed: threading.Event = field(default_factory=threading.Event)
+
+    def __call__(self, env, msg) -> None:
+        with self.lock:
+            self.beats[(msg.role, msg.instance)] = (time.time(), msg.model_dump())
+        self.changed.set()
+
+
+def collect_status(settings: Settings, env: dict[str, str] | None = None,
+                   window_s: float = 1.5) -> dict:
+    """Listen to heartbeats until every expected instance is heard or window_s passes."""
+    expected = expected_instances(env or daemon_env(settings))
+    collector = HeartbeatCollector()
+    client = BusClient("user", settings=settings, heartbeat=False)
+    client.on("Heartbeat", collector)
+    client.start(timeout=min(window_s, 2.0) + 1.0)
+    try:
+        deadline = time.monotonic() + window_s
+        while time.monotonic() < deadline:
+            with collector.lock:
+                if all(key in collector.beats for key in expected):
+                    break
+            collector.changed.wait(max(0.0, min(0.1, deadline - time.monotonic())))
+            collector.changed.clear()
+    finally:
+        client.stop()
+    sup = supervisor_processes(settings)
+    rows = []
+    now = time.time()
+    seen = dict(collector.beats)
+    keys = list(expected) + sorted(k for k in seen if k not in expected)
+    for role, inst in keys:
+        beat = seen.get((role, inst))
+        info = sup.get((role, inst), {})
+        hb = beat[1] if beat else {}
+        rows.append({
+            "role": role, "instance": inst,
+            "alive": beat is not None and now - beat[0] <= settings.missing_after_s,
+            "pid": hb.get("pid") or info.get("pid") or None,
+            "node": hb.get("node", ""),
+            "uptime_s": round(hb.get("uptime_s", 0.0), 1),
+            "supervisor_state": info.get("statename", ""),
+            "gaps": sum(hb.get("gaps", {}).values()),
+            "rejected": sum(hb.get("rejected", {}).values()),
+            "unacked": hb.get("unacked", 0),
+            "lost": hb.get("lost", 0),
+            "in_flight": hb.get("in_flight", 0),
+            "info": hb.get("info", {}),
+        })
+    return {"home": str(settings.home), "supervisord_pid": supervisord_pid(settings),
+            "roles": rows}
