@@ -1,0 +1,55 @@
+"""The per-task decision log `tasks/<run_id>.jsonl` (seeds/000 §10.3).
+
+Several processes write one task's log (planner, effectors, meta-validator, GGS, the LLM client), so
+each event is one JSON line appended under an exclusive flock: lines never interleave, and a crash
+loses at most the event being written. Events: task_begin, task_end, subtask_begin, subtask_end,
+llm_call (with full prompts, for offline replay), tool_call, criterion_verdict, correction, replan,
+ggs_decision, plan_directive, memory_query, memory_write, approval, and more as roles need them.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def log_path(tasks_dir: Path, run_id: str) -> Path:
+    return Path(tasks_dir) / f"{_SAFE.sub('_', run_id)[:120]}.jsonl"
+
+
+def append(tasks_dir: Path, run_id: str, kind: str, **fields: Any) -> None:
+    """Append one event; never raises (a decision log must not take a role down)."""
+    if not run_id or run_id == "-":
+        return
+    event = {"kind": kind, "ts": time.time(), "task_id": run_id}
+    event.update({k: v for k, v in fields.items() if v is not None})
+    line = (json.dumps(event, default=str, ensure_ascii=False) + "\n").encode()
+    try:
+        Path(tasks_dir).mkdir(parents=True, exist_ok=True)
+        fd = os.open(log_path(tasks_dir, run_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def read(tasks_dir: Path, run_id: str) -> Iterator[dict]:
+    """Events of one run in order; a damaged line is skipped, not fatal."""
+    try:
+        with open(log_path(tasks_dir, run_id), "rb") as fh:
+            for raw in fh:
+                try:
+                    yield json.loads(raw)
+                except ValueError:
+                    continue
+    except FileNotFoundError:
+        return

@@ -1,0 +1,127 @@
+"""Shared fixtures: temporary data dirs, a real bus proxy process, bus clients, the full daemon.
+
+Everything runs on real processes with ipc endpoints under a temporary directory; nothing uses a
+fixed port or the user's ~/.artoo. Fixtures stop what they start.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from protocol.bus import BusClient
+from protocol.settings import load_settings
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+
+@pytest.fixture
+def artoo_env(monkeypatch):
+    """A fresh ARTOO_HOME / workspace (short paths so ipc:// fits) exported to the environment."""
+    root = Path(tempfile.mkdtemp(prefix="at-", dir="/tmp"))
+    home, workspace = root / "home", root / "ws"
+    home.mkdir()
+    workspace.mkdir()
+    env = {"ARTOO_HOME": str(home), "ARTOO_WORKSPACE": str(workspace), "ARTOO_RUN_DIR": "",
+           "ARTOO_SCALE": os.environ.get("ARTOO_SCALE", "2")}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    yield env
+    import shutil
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def settings(artoo_env):
+    s = load_settings()
+    s.ensure_dirs()
+    return s
+
+
+def start_process(args: list[str], env: dict | None = None, log_name: str = "proc") -> subprocess.Popen:
+    """Start `python -m ...` in its own session with output to a log file in ARTOO_HOME."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env["PYTHONUNBUFFERED"] = "1"
+    logs = Path(full_env.get("ARTOO_HOME", tempfile.gettempdir())) / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    out = open(logs / f"{log_name}.log", "ab")
+    return subprocess.Popen([sys.executable, *args], env=full_env, stdout=out,
+                            stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 5.0) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)
+
+
+def wait_bus_ready(settings, timeout: float = 15.0) -> None:
+    """The bus is ready when a probe client completes its handshake through it."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        probe = BusClient("user", settings=settings, heartbeat=False)
+        try:
+            probe.start(timeout=1.0)
+            probe.stop()
+            return
+        except Exception as exc:  # noqa: BLE001 - retried until the deadline
+            last = exc
+    raise TimeoutError(f"bus not ready: {last}")
+
+
+@pytest.fixture
+def bus_process(settings, artoo_env):
+    """A real `services.bus` proxy process (capture off unless a test starts a tap)."""
+    proc = start_process(["-m", "services.bus"], {"ARTOO_CAPTURE": "0"}, "bus")
+    try:
+        wait_bus_ready(settings)
+        yield proc
+    finally:
+        stop_process(proc)
+
+
+@pytest.fixture
+def bus_clients(settings):
+    """Factory for started BusClients; all are stopped at teardown."""
+    made: list[BusClient] = []
+
+    def make(role: str, setup=None, **kwargs) -> BusClient:
+        kwargs.setdefault("heartbeat", False)
+        client = BusClient(role, settings=settings, **kwargs)
+        if setup:
+            setup(client)
+        client.start()
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.stop()
+
+
+@pytest.fixture
+def daemon(artoo_env, settings):
+    """The full daemon via `artoo up`; `artoo down` at teardown, asserting nothing is left."""
+    from services import daemon as d
+    report = d.up(settings, timeout_s=120)
+    try:
+        yield report
+    finally:
+        d.down(settings)
+        left = d.our_processes(settings)
+        assert not left, f"processes left after down: {[p.pid for p in left]}"
