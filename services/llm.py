@@ -1,0 +1,313 @@
+"""The one LLM client of artoo (DESIGN §10), over the `openai` SDK.
+
+Tiers: BRAIN (perceiver, planner, metaval) and TOOL (executor, agentval, the Dreamer), configured by
+`BRAIN_*` / `TOOL_*` falling back to `OPENAI_*` (`_API_KEY`, `_BASE_URL`, `_MODEL`,
+`_ENABLE_THINKING`). With no endpoint configured anywhere, the bundled local model is used.
+
+JSON outputs are requested with the expected pydantic model's JSON schema, parsed tolerantly (code
+fences, `<think>` blocks, prose around the first JSON value), validated, and re-asked once with the
+validation error when invalid. Transport errors, 429 and 5xx are retried a bounded number of times
+with jittered backoff. Every call is accounted (tokens, latency) per role and per task: published
+as LlmUsage when a bus client is attached and logged (with the full prompts) to the task log.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from protocol.messages import LlmUsage
+from protocol.settings import Settings, load_settings
+
+from . import tasklog
+
+log = logging.getLogger("artoo.llm")
+T = TypeVar("T", bound=BaseModel)
+
+ROLE_TIERS = {"perceiver": "BRAIN", "planner": "BRAIN", "metaval": "BRAIN",
+              "executor": "TOOL", "agentval": "TOOL", "memory": "TOOL", "dreamer": "TOOL"}
+JSON_MODES = ("json_schema", "json_object_schema", "json_object", "none")
+
+
+class LLMError(Exception):
+    """An LLM call that produced no usable answer; the message says why, never the raw reply."""
+
+
+@dataclass(frozen=True)
+class TierConfig:
+    tier: str
+    base_url: str
+    api_key: str
+    model: str
+    thinking: bool
+    local: bool            # the bundled llama.cpp server (small budgets, compact prompts)
+    json_mode: str
+
+    def describe(self) -> str:
+        where = "local llama.cpp" if self.local else self.base_url
+        return f"{where} model={self.model}"
+
+
+def _normalise_base_url(url: str) -> str:
+    url = url.strip().rstrip("/")
+    if url.endswith("/chat/completions"):
+        url = url[: -len("/chat/completions")]
+    return url
+
+
+def tier_config(tier: str, settings: Settings | None = None,
+                env: dict[str, str] | None = None) -> TierConfig:
+    """Resolve a tier's endpoint: `<TIER>_*` then `OPENAI_*`, else the bundled local model."""
+    env = env if env is not None else os.environ
+
+    def get(name: str) -> str:
+        return env.get(f"{tier}_{name}") or env.get(f"OPENAI_{name}") or ""
+
+    base_url = _normalise_base_url(get("BASE_URL"))
+    json_mode = env.get("ARTOO_LLM_JSON_MODE", "")
+    if base_url:
+        return TierConfig(tier, base_url, get("API_KEY") or "none", get("MODEL") or "default",
+                          get("ENABLE_THINKING").lower() == "true", False,
+                          json_mode or "json_schema")
+    settings = settings or load_settings()
+    try:
+        from . import local_model
+        local_url = local_model.local_base_url(settings)
+        model = local_model.served_model_name(settings)
+    except (ImportError, AttributeError, OSError) as exc:
+        raise LLMError(f"no LLM endpoint configured for tier {tier} (set OPENAI_BASE_URL or "
+                       f"{tier}_BASE_URL) and the bundled local model is unavailable: {exc}") from exc
+    return TierConfig(tier, local_url, "local", model, False, True,
+                      json_mode or "json_object_schema")
+
+
+# ---------------------------------------------------------------------------------------------
+# tolerant parsing
+# ---------------------------------------------------------------------------------------------
+
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
+
+
+def strip_reasoning(text: str) -> str:
+    """Remove <think> blocks (an unclosed one swallows the rest) and surrounding whitespace."""
+    text = _THINK.sub("", text or "")
+    lower = text.lower()
+    if "<think>" in lower:
+        text = text[: lower.index("<think>")]
+    return text.strip()
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON value in an LLM reply: fenced blocks first, then the first decodable
+    object/array anywhere in the prose. Raises ValueError when there is none."""
+    text = strip_reasoning(text)
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for chunk in candidates:
+        for i, ch in enumerate(chunk):
+            if ch in "{[":
+                try:
+                    value, _ = decoder.raw_decode(chunk, i)
+                    return value
+                except ValueError:
+                    continue
+    raise ValueError("no JSON value found in the reply")
+
+
+def parse_model(model: type[T], text: str) -> T:
+    """Tolerant parse + validation; raises ValueError with a short reason."""
+    value = extract_json(text)
+    # A model with one list field may come back as a bare list.
+    if isinstance(value, list):
+        list_fields = [n for n, f in model.model_fields.items()
+                       if getattr(f.annotation, "__origin__", None) is list]
+        if len(list_fields) == 1:
+            value = {list_fields[0]: value}
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        errs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+        raise ValueError(f"reply does not match the schema: {errs}") from None
+
+
+def _schema_for(model: type[BaseModel]) -> dict:
+    return model.model_json_schema()
+
+
+# ---------------------------------------------------------------------------------------------
+# the client
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+class LLMClient:
+    """One role's access to its tier. Thread-safe enough for concurrent calls (the SDK is)."""
+
+    def __init__(self, role: str, config: TierConfig, settings: Settings, bus=None,
+                 on_usage: Callable[[LlmUsage], None] | None = None):
+        self.role = role
+        self.config = config
+        self.settings = settings
+        self.bus = bus
+        self.on_usage = on_usage
+        self.last_usage = Usage()
+        self._sdk = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
+                                  timeout=settings.llm_timeout_s, max_retries=0)
+
+    @classmethod
+    def for_role(cls, role: str, settings: Settings | None = None, bus=None,
+                 **kwargs) -> "LLMClient":
+        settings = settings or load_settings()
+        tier = ROLE_TIERS.get(role, "TOOL")
+        return cls(role, tier_config(tier, settings), settings, bus=bus, **kwargs)
+
+    @property
+    def local(self) -> bool:
+        return self.config.local
+
+    # -- public API --------------------------------------------------------------------------
+    def complete_text(self, system: str, user: str, *, task_id: str = "",
+                      max_tokens: int | None = None) -> str:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        text = self._chat(messages, None, task_id, max_tokens)
+        return strip_reasoning(text)
+
+    def complete_json(self, model: type[T], system: str, user: str, *, task_id: str = "",
+                      max_tokens: int | None = None) -> T:
+        """Ask for a JSON value matching `model`; one repair re-ask on invalid output."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        text = self._chat(messages, model, task_id, max_tokens)
+        try:
+            return parse_model(model, text)
+        except ValueError as first:
+            log.info("%s: invalid JSON reply (%s); asking once to repair", self.role, first)
+            messages += [{"role": "assistant", "content": text[:4000]},
+                         {"role": "user", "content":
+                          f"That reply was invalid: {first}. Reply with only the JSON value that "
+                          f"matches the schema, no prose."}]
+            text = self._chat(messages, model, task_id, max_tokens)
+            try:
+                return parse_model(model, text)
+            except ValueError as second:
+                raise LLMError(f"{self.role}: invalid LLM output after one repair: {second}") from None
+
+    # -- transport ---------------------------------------------------------------------------
+    def _response_format(self, model: type[BaseModel] | None) -> dict | None:
+        if model is None or self.config.json_mode == "none":
+            return None
+        schema = _schema_for(model)
+        if self.config.json_mode == "json_schema":
+            return {"type": "json_schema",
+                    "json_schema": {"name": model.__name__, "schema": schema, "strict": False}}
+        if self.config.json_mode == "json_object_schema":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_object"}
+
+    def _chat(self, messages: list[dict], model: type[BaseModel] | None, task_id: str,
+              max_tokens: int | None) -> str:
+        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        fmt = self._response_format(model)
+        if fmt:
+            kwargs["response_format"] = fmt
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
+        extra_body = {"enable_thinking": True} if self.config.thinking else None
+        headers = {"X-Artoo-Role": self.role, "X-Artoo-Task": task_id or "-"}
+        attempts = max(1, self.settings.llm_retries + 1)
+        last_error = "unknown error"
+        for attempt in range(attempts):
+            started = time.monotonic()
+            try:
+                resp = self._sdk.chat.completions.create(extra_headers=headers,
+                                                         extra_body=extra_body, **kwargs)
+                latency = (time.monotonic() - started) * 1000
+                if not resp.choices:
+                    raise LLMError(f"{self.role}: LLM returned no choices")
+                text = resp.choices[0].message.content or ""
+                usage = resp.usage
+                self._account(task_id, messages, text, latency,
+                              usage.prompt_tokens if usage else 0,
+                              usage.completion_tokens if usage else 0, True, "")
+                return text
+            except openai.BadRequestError as exc:
+                # An endpoint that rejects the structured-output request: degrade once, keep going.
+                if fmt and "response_format" in kwargs and self._degrade_json_mode(exc):
+                    fmt = self._response_format(model)
+                    kwargs.pop("response_format", None)
+                    if fmt:
+                        kwargs["response_format"] = fmt
+                    continue
+                last_error = f"HTTP 400: {_short(exc)}"
+                self._account(task_id, messages, "", (time.monotonic() - started) * 1000,
+                              0, 0, False, last_error)
+                break
+            except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
+                    openai.InternalServerError) as exc:
+                last_error = f"{type(exc).__name__}: {_short(exc)}"
+            except openai.APIStatusError as exc:
+                if exc.status_code >= 500 or exc.status_code == 429:
+                    last_error = f"HTTP {exc.status_code}: {_short(exc)}"
+                else:
+                    last_error = f"HTTP {exc.status_code}: {_short(exc)}"
+                    self._account(task_id, messages, "", (time.monotonic() - started) * 1000,
+                                  0, 0, False, last_error)
+                    break
+            self._account(task_id, messages, "", (time.monotonic() - started) * 1000, 0, 0,
+                          False, last_error)
+            if attempt + 1 < attempts:
+                delay = self.settings.llm_backoff_s * (2 ** attempt)
+                time.sleep(delay * (0.5 + random.random()))  # jittered backoff between retries
+        raise LLMError(f"{self.role}: LLM call failed: {last_error}")
+
+    def _degrade_json_mode(self, exc: Exception) -> bool:
+        text = str(exc).lower()
+        if "response_format" not in text and "json" not in text and "schema" not in text:
+            return False
+        order = list(JSON_MODES)
+        idx = order.index(self.config.json_mode)
+        if idx + 1 >= len(order):
+            return False
+        self.config = TierConfig(**{**self.config.__dict__, "json_mode": order[idx + 1]})
+        log.warning("%s: endpoint rejected response_format; falling back to %s", self.role,
+                    self.config.json_mode)
+        return True
+
+    def _account(self, task_id: str, messages: list[dict], response: str, latency_ms: float,
+                 prompt_tokens: int, completion_tokens: int, ok: bool, error: str) -> None:
+        self.last_usage = Usage(prompt_tokens, completion_tokens, latency_ms)
+        usage = LlmUsage(task_id=task_id, role=self.role, tier=self.config.tier,
+                         model=self.config.model, prompt_tokens=prompt_tokens,
+                         completion_tokens=completion_tokens, latency_ms=round(latency_ms, 1),
+                         ok=ok, error=error)
+        if self.bus is not None:
+            try:
+                self.bus.publish(usage, task=task_id or None)
+            except Exception:  # accounting must never break a call
+                log.debug("could not publish LlmUsage", exc_info=True)
+        if self.on_usage:
+            self.on_usage(usage)
+        if task_id:
+            tasklog.append(self.settings.tasks_dir, task_id, "llm_call", role=self.role,
+                           tier=self.config.tier, model=self.config.model,
+                           messages=messages, response=response, ok=ok, error=error or None,
+                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                           latency_ms=round(latency_ms, 1))
+
+
+def _short(exc: Exception, limit: int = 200) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,127 @@
+"""The LLM client against a real scripted HTTP server: tiers, tolerant parsing, repair, retries,
+accounting."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import BaseModel
+
+from scripted_llm import Delay, Drop, Http, ScriptedLLM
+from services import tasklog
+from services.llm import LLMClient, LLMError, extract_json, parse_model, strip_reasoning, tier_config
+
+
+class Plan(BaseModel):
+    steps: list[str]
+    done: bool = False
+
+
+@pytest.fixture
+def llm_server():
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def client(llm_server, settings, monkeypatch):
+    for key, value in llm_server.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("ARTOO_LLM_BACKOFF_S", "0.01")
+    from protocol.settings import load_settings
+    return LLMClient.for_role("planner", load_settings())
+
+
+def test_strip_reasoning_and_extract():
+    assert strip_reasoning("<think>hmm</think> hi") == "hi"
+    assert strip_reasoning("ok <think>never closed") == "ok"
+    assert extract_json('Sure! ```json\n{"a": 1}\n``` done') == {"a": 1}
+    assert extract_json('prefix {"a": {"b": [1, 2]}} trailing {"c": 3}') == {"a": {"b": [1, 2]}}
+    assert extract_json("<think>{not json}</think>[1, 2]") == [1, 2]
+    with pytest.raises(ValueError):
+        extract_json("no json here at all")
+
+
+def test_parse_model_wraps_bare_list_and_reports_schema_errors():
+    assert parse_model(Plan, '["a", "b"]').steps == ["a", "b"]
+    with pytest.raises(ValueError, match="schema"):
+        parse_model(Plan, '{"steps": "not a list"}')
+
+
+def test_tier_fallback_and_normalisation():
+    env = {"OPENAI_BASE_URL": "http://x/v1/chat/completions/", "OPENAI_API_KEY": "k",
+           "OPENAI_MODEL": "m", "TOOL_MODEL": "small"}
+    brain, tool = tier_config("BRAIN", env=env), tier_config("TOOL", env=env)
+    assert brain.base_url == "http://x/v1" and brain.model == "m" and not brain.local
+    assert tool.model == "small" and tool.api_key == "k"
+
+
+def test_json_with_prose_and_schema_requested(client, llm_server):
+    llm_server.add("planner", 'Here you go:\n```json\n{"steps": ["ls"], "done": true}\n```')
+    plan = client.complete_json(Plan, "sys", "user", task_id="run-1")
+    assert plan.steps == ["ls"] and plan.done
+    req = llm_server.filter("planner")[0]
+    assert req.body["response_format"]["type"] == "json_schema"
+    assert req.body["response_format"]["json_schema"]["schema"]["properties"]["steps"]
+    assert req.task == "run-1"
+
+
+def test_one_repair_reask_then_error(client, llm_server):
+    llm_server.add("planner", "I think you should list files.")
+    llm_server.add("planner", {"steps": ["ls"]})
+    assert client.complete_json(Plan, "s", "u").steps == ["ls"]
+    assert "invalid" in llm_server.filter("planner")[-1].user
+    llm_server.add("planner", "prose", times=2)
+    with pytest.raises(LLMError, match="after one repair"):
+        client.complete_json(Plan, "s", "u")
+
+
+def test_retries_on_5xx_429_and_dropped_connections(client, llm_server):
+    llm_server.add("planner", Http(500)).add("planner", Http(429)).add("planner", Drop())
+    llm_server.add("planner", {"steps": []})
+    assert client.complete_json(Plan, "s", "u").steps == []
+    assert llm_server.calls("planner") == 4
+
+
+def test_bounded_retries_then_clear_error(client, llm_server):
+    llm_server.add("planner", Http(503), times=10)
+    with pytest.raises(LLMError, match="503"):
+        client.complete_text("s", "u")
+    assert llm_server.calls("planner") == client.settings.llm_retries + 1
+
+
+def test_client_error_is_not_retried(client, llm_server):
+    llm_server.add("planner", Http(401, '{"error": {"message": "bad key"}}'), times=5)
+    with pytest.raises(LLMError, match="401"):
+        client.complete_text("s", "u")
+    assert llm_server.calls("planner") == 1
+
+
+def test_timeout_is_an_error(llm_server, settings, monkeypatch):
+    for key, value in llm_server.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("ARTOO_LLM_TIMEOUT_S", "0.3")
+    monkeypatch.setenv("ARTOO_LLM_RETRIES", "0")
+    from protocol.settings import load_settings
+    client = LLMClient.for_role("executor", load_settings())
+    llm_server.add("executor", Delay(1.0, "late"))
+    with pytest.raises(LLMError, match="Timeout"):
+        client.complete_text("s", "u")
+
+
+def test_accounting_in_task_log(client, llm_server, settings):
+    seen = []
+    client.on_usage = seen.append
+    llm_server.add("planner", "hello there")
+    assert client.complete_text("system prompt", "user prompt", task_id="run-42") == "hello there"
+    assert seen and seen[0].role == "planner" and seen[0].tier == "BRAIN" and seen[0].ok
+    events = [e for e in tasklog.read(settings.tasks_dir, "run-42") if e["kind"] == "llm_call"]
+    assert events and events[0]["messages"][0]["content"] == "system prompt"
+    assert events[0]["response"] == "hello there" and events[0]["completion_tokens"] >= 1
+
+
+def test_degrades_json_mode_when_endpoint_rejects_schema(client, llm_server):
+    llm_server.add("planner", Http(400, json.dumps({"error": {"message": "response_format json_schema unsupported"}})))
+    llm_server.add("planner", {"steps": ["x"]})
+    assert client.complete_json(Plan, "s", "u").steps == ["x"]
+    assert llm_server.filter("planner")[-1].body["response_format"]["type"] == "json_object"
