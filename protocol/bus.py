@@ -3,12 +3,16 @@ readiness handshake, per-sender sequence numbers and gap counting, acknowledged 
 re-send and de-duplication, request/reply, heartbeats, and survival of any malformed input.
 
 Threading model: one loop thread owns the ZeroMQ sockets. Handlers run on the loop thread unless
-registered `threaded=True` (LLM and tool work), in which case they run on a small pool. Publishing
-from any other thread goes through a queue that wakes the loop via an eventfd, so sockets are never
-shared between threads.
+registered `threaded=True` (LLM and tool work), in which case they run on a small pool. The SUB
+socket belongs to the loop thread alone. The PUB socket is shared under one lock (a mutex gives the
+full memory barrier ZeroMQ asks for when a socket changes threads), so any thread publishes directly:
+sequence number, encoding and send happen atomically, which keeps each stream's sequence in order on
+the wire without a hop through the loop. Everything else (subscriptions, the handshake, de-dup state)
+goes through a queue that wakes the loop via an eventfd.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -32,6 +36,8 @@ log = logging.getLogger("artoo.bus")
 
 Handler = Callable[[Envelope, Any], Any]
 ALL = "*"
+_SNDMORE, _NOBLOCK, _RCVMORE = int(zmq.SNDMORE), int(zmq.NOBLOCK), int(zmq.RCVMORE)
+_DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itself (PUB lock)
 _LRU_CAP = 8192
 
 
@@ -108,7 +114,7 @@ class BusClient:
         self._my_prefix = f"@{self.node}/".encode()
 
         self._seq: dict[bytes, int] = {}
-        self._last_seq: _Lru = _Lru(_LRU_CAP * 2)
+        self._last_seq: dict[tuple[str, bytes], int] = {}   # (sender node, stream) -> last seq
         self.gaps: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
         self.handler_errors = 0
@@ -126,6 +132,12 @@ class BusClient:
 
         self._outq: queue.SimpleQueue = queue.SimpleQueue()
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._wake_pending = False          # coalesces wake-ups: one eventfd write per drain
+        self._send_lock = threading.Lock()  # guards the PUB socket, _seq and _pending inserts
+        self._pub_live = False              # PUB socket connected and not yet closed
+        # Message ids: a random per-client prefix plus a counter; unique without a syscall each.
+        self._id_prefix = secrets.token_hex(8)
+        self._id_counter = itertools.count(1)
         self._ctx: zmq.Context | None = None
         self._pub = self._sub = None
         self._thread: threading.Thread | None = None
@@ -215,8 +227,15 @@ class BusClient:
                 trace: str | None = None) -> str:
         """Fire-and-forget publish; returns the message id. `node` directs it to one process."""
         env = self._envelope(msg, task, to, corr, reply_to, trace)
-        self._submit(("pub", env, topic_for(env.type, env.task, node), None))
+        topic = topic_for(env.type, env.task, node)
+        if self._pub_live and not self._stop.is_set():
+            self._send_env(env, topic)  # the hot path: no hop through the loop thread
+        else:
+            self._submit(("pub", env, topic, None))
         return env.id
+
+    def new_id(self) -> str:
+        return f"{self._id_prefix}{next(self._id_counter):x}"
 
     def send(self, msg: Body, *, task: str | None = None, to: str | None = None,
              consumers: tuple[str, ...] | None = None, node: str | None = None,
@@ -298,12 +317,13 @@ class BusClient:
         if task is None:
             task = getattr(msg, "task_id", None) or getattr(msg, "parent_task_id", None) or NO_TASK
         return Envelope(type=tname, body=dump_body(msg), sender=self.role, node=self.node,
-                        task=task, to=to, corr=corr, reply_to=reply_to, trace=trace)
+                        task=task, id=self.new_id(), ts=time.time(), to=to, corr=corr,
+                        reply_to=reply_to, trace=trace)
 
     def _submit(self, item: tuple) -> None:
         if self._stop.is_set():
             return
-        if threading.current_thread() is self._thread:
+        if threading.current_thread() is self._thread or (self._pub_live and item[0] in _DIRECT):
             self._process_item(item)
         else:
             self._outq.put(item)
@@ -313,6 +333,11 @@ class BusClient:
         self._submit(("call", fn, None, None))
 
     def _wake(self) -> None:
+        # The loop clears the flag before it drains the queue, so an item put before a caller sees
+        # the flag still set is always drained: at most one syscall per drain, none lost.
+        if self._wake_pending:
+            return
+        self._wake_pending = True
         try:
             os.eventfd_write(self._wake_fd, 1)
         except OSError:
@@ -324,11 +349,10 @@ class BusClient:
             self._send_env(a, b)
         elif kind == "work":
             consumers, on_done = c
-            frames = self._send_env(a, b)
             now = time.monotonic()
-            self._pending[a.id] = _Pending(frames, consumers, a.type, now,
-                                           now + self.settings.ack_initial_s,
-                                           self.settings.ack_initial_s, on_done=on_done)
+            pending = _Pending([], consumers, a.type, now, now + self.settings.ack_initial_s,
+                               self.settings.ack_initial_s, on_done=on_done)
+            self._send_env(a, b, pending)  # registered before the send: the ack cannot win
         elif kind == "reply":
             self._send_reply(a, b)
         elif kind == "hello":
@@ -337,22 +361,35 @@ class BusClient:
         elif kind == "call":
             a()
 
-    def _send_env(self, env: Envelope, topic: bytes) -> list[bytes]:
+    def _send_env(self, env: Envelope, topic: bytes, pending: _Pending | None = None
+                  ) -> list[bytes]:
         stream = stream_of(topic)
-        seq = self._seq.get(stream, 0) + 1
-        self._seq[stream] = seq
-        if len(self._seq) > _LRU_CAP:  # directed streams to short-lived effectors come and go
-            for key in list(self._seq)[: len(self._seq) // 2]:
-                if key.startswith(b"@"):
-                    del self._seq[key]
-        env.seq = seq
-        frames = [topic, encode(env)]
-        self._send_frames(frames)
+        with self._send_lock:
+            seq = self._seq.get(stream, 0) + 1
+            self._seq[stream] = seq
+            if len(self._seq) > _LRU_CAP:  # directed streams to short-lived effectors come and go
+                for key in list(self._seq)[: len(self._seq) // 2]:
+                    if key.startswith(b"@"):
+                        del self._seq[key]
+            env.seq = seq
+            frames = [topic, encode(env)]
+            if pending is not None:
+                pending.frames = frames
+                self._pending[env.id] = pending
+            self._send_locked(frames)
         return frames
 
     def _send_frames(self, frames: list[bytes]) -> None:
+        with self._send_lock:
+            self._send_locked(frames)
+
+    def _send_locked(self, frames: list[bytes]) -> None:
+        if not self._pub_live:
+            return
         try:
-            self._pub.send_multipart(frames, copy=False)
+            # two plain sends: pyzmq's send_multipart costs twice as much per small message
+            self._pub.send(frames[0], _SNDMORE)
+            self._pub.send(frames[1])
             self.sent += 1
         except zmq.ZMQError as exc:  # HWM with NODROP, or the context going away
             self._note("send_error", f"send failed: {exc}")
@@ -366,15 +403,16 @@ class BusClient:
 
     def _ack(self, env: Envelope, ok: bool = True, error: str | None = None) -> None:
         ack = Envelope(type="Ack", body={"ack_id": env.id, "ok": ok, "error": error},
-                       sender=self.role, node=self.node, task=env.task, to=env.sender,
-                       corr=env.id)
+                       sender=self.role, node=self.node, task=env.task, id=self.new_id(),
+                       ts=time.time(), to=env.sender, corr=env.id)
         self._send_env(ack, topic_for("Ack", node=env.node))
 
     def _send_hello(self) -> None:
         if not self._hello_nonce:
             self._hello_nonce = secrets.token_hex(8)
         env = Envelope(type="Hello", body={"node": self.node, "nonce": self._hello_nonce},
-                       sender=self.role, node=self.node, to="self")
+                       sender=self.role, node=self.node, id=self.new_id(), ts=time.time(),
+                       to="self")
         self._send_env(env, topic_for("Hello", node=self.node))
 
     def _note(self, reason: str, message: str) -> None:
@@ -409,6 +447,7 @@ class BusClient:
         self._sub.setsockopt(zmq.SUBSCRIBE, self._my_prefix)
         for sub in self._subs:
             self._subscribe(sub)
+        self._pub_live = True
 
     def _loop_main(self) -> None:
         self._hello_waiters: list[threading.Event] = []
@@ -444,15 +483,20 @@ class BusClient:
                 if self._sub in events:
                     for _ in range(1000):  # bounded batch keeps timers and the queue served
                         try:
-                            frames = self._sub.recv_multipart(zmq.NOBLOCK, copy=True)
+                            frames = self._recv_frames()
                         except zmq.Again:
                             break
-                        self._on_frames(frames)
+                        try:
+                            self._on_frames(frames)
+                        except Exception as exc:  # survive any input, whatever it trips over
+                            self.rejected["internal"] += 1
+                            log.exception("%s: frame handling failed: %s", self.node, exc)
                 if self._wake_fd in events:
                     try:
                         os.eventfd_read(self._wake_fd)
                     except BlockingIOError:
                         pass
+                self._wake_pending = False
                 while True:
                     try:
                         item = self._outq.get_nowait()
@@ -467,6 +511,8 @@ class BusClient:
             self._ready.set()
         finally:
             self._stopped.set()
+            with self._send_lock:
+                self._pub_live = False
             try:
                 self._pub.close(0)
                 self._sub.close(0)
@@ -477,6 +523,14 @@ class BusClient:
                 os.close(self._wake_fd)
             except OSError:
                 pass
+
+    def _recv_frames(self) -> list[bytes]:
+        """One message's frames (any number: a wrong count is the decoder's to reject)."""
+        sub = self._sub
+        frames = [sub.recv(_NOBLOCK)]
+        while sub.getsockopt(_RCVMORE):
+            frames.append(sub.recv(_NOBLOCK))
+        return frames
 
     def _run_timers(self, now: float) -> int:
         wait = 50.0
@@ -548,7 +602,10 @@ class BusClient:
                     for node, _ in self.gaps.most_common()[256:]:
                         del self.gaps[node]
             if last is None or env.seq > last:
-                self._last_seq.put(key, env.seq)
+                if last is None and len(self._last_seq) >= _LRU_CAP * 2:
+                    for old in list(self._last_seq)[:_LRU_CAP]:  # oldest senders first
+                        del self._last_seq[old]
+                self._last_seq[key] = env.seq
         tname = env.type
         if mine:
             if tname == "Hello":

@@ -1,0 +1,294 @@
+"""Bus benchmarks (issue 2): throughput, latency at a fixed rate, request/reply and ack round trips.
+
+Every figure goes through a real `services.bus` proxy process with envelope + pydantic validation on
+both ends (the publisher builds a validated model, the subscriber validates the body it receives).
+The baseline is raw pyzmq PUB→SUB between two processes, no proxy and no validation, measured in the
+same run. Run: `.venv/bin/python benchmarks/bench_bus.py [--messages 200000] [--json]`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import zmq  # noqa: E402
+
+from protocol.bus import BusClient  # noqa: E402
+from protocol.envelope import Envelope, encode  # noqa: E402
+from protocol.messages import LlmUsage, MemoryQuery, MemoryResult, UserRequest  # noqa: E402
+from protocol.settings import load_settings  # noqa: E402
+
+TYPE = "LlmUsage"           # a realistic telemetry-sized message (~330 bytes on the wire)
+
+
+def sample(i: int, stamp_ns: int = 0) -> LlmUsage:
+    """One validated message; `prompt_tokens` carries the sender's CLOCK_MONOTONIC stamp."""
+    return LlmUsage(task_id="t-bench", role="planner", tier="BRAIN", model="bench-model",
+                    prompt_tokens=stamp_ns, completion_tokens=i, latency_ms=12.5)
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+# ------------------------------------------------------------------------------------------------
+# processes
+# ------------------------------------------------------------------------------------------------
+
+def _bus_subscriber(env: dict, expected: int, ready, results) -> None:
+    """Count validated messages; report the first→last interval and one-way latencies."""
+    os.environ.update(env)
+    settings = load_settings()
+    done = threading.Event()
+    state = {"n": 0, "first": 0.0, "last": 0.0, "lat": []}
+
+    def handle(_env, msg: LlmUsage) -> None:
+        now = time.monotonic_ns()
+        if state["n"] == 0:
+            state["first"] = time.perf_counter()
+        state["n"] += 1
+        if msg.prompt_tokens:
+            state["lat"].append((now - msg.prompt_tokens) / 1000.0)
+        if state["n"] >= expected:
+            state["last"] = time.perf_counter()
+            done.set()
+
+    client = BusClient("metaval", settings=settings, heartbeat=False)
+    client.on(TYPE, handle)
+    client.start()
+    ready.set()
+    done.wait(120)
+    if not state["last"]:
+        state["last"] = time.perf_counter()
+    results.put({"n": state["n"], "elapsed": state["last"] - state["first"], "lat": state["lat"],
+                 "rejected": sum(client.rejected.values()), "gaps": sum(client.gaps.values())})
+    client.stop()
+
+
+def _raw_subscriber(endpoint: str, expected: int, ready, results) -> None:
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.RCVHWM, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(endpoint)
+    # Raw PUB/SUB has no handshake of its own: the publisher probes until we answer via `ready`.
+    n, first = 0, 0.0
+    while True:
+        if not sub.poll(30000):
+            break
+        frames = sub.recv_multipart()
+        if frames[0] == b"probe":
+            ready.set()
+            continue
+        if n == 0:
+            first = time.perf_counter()
+        n += 1
+        if n >= expected:
+            break
+    results.put({"n": n, "elapsed": time.perf_counter() - first})
+    sub.close(0)
+    ctx.term()
+
+
+def _replier(env: dict, ready) -> None:
+    """A memory-like role: answers MemoryQuery requests and acknowledges UserRequest work."""
+    os.environ.update(env)
+    settings = load_settings()
+    client = BusClient("memory", settings=settings, heartbeat=False)
+    client.on("MemoryQuery", lambda e, m: MemoryResult(op=m.op, stats={"n": m.n}), request=True)
+    client.on("UserRequest", lambda e, m: None, ack=True)
+    client.start()
+    ready.set()
+    stop = threading.Event()
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait(300)
+    client.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# measurements
+# ------------------------------------------------------------------------------------------------
+
+def bench_raw(n: int, ctx_mp) -> dict:
+    """Baseline: raw pyzmq PUB→SUB (ipc), no proxy, no envelope, no validation."""
+    run = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))
+    endpoint = f"ipc://{run}/raw.sock"
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)
+    pub.setsockopt(zmq.SNDHWM, 0)
+    pub.bind(endpoint)
+    ready, results = ctx_mp.Event(), ctx_mp.Queue()
+    proc = ctx_mp.Process(target=_raw_subscriber, args=(endpoint, n, ready, results))
+    proc.start()
+    while not ready.is_set():
+        pub.send_multipart([b"probe", b""])
+        ready.wait(0.01)
+    payload = encode(Envelope(type=TYPE, body=sample(0).model_dump(), sender="planner",
+                              node="planner-0-1-abcd"))
+    topic = f"{TYPE}/t-bench".encode()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        pub.send_multipart([topic, payload])
+    sent_s = time.perf_counter() - t0
+    res = results.get(timeout=120)
+    proc.join(10)
+    pub.close(0)
+    ctx.term()
+    shutil.rmtree(run, ignore_errors=True)
+    return {"received": res["n"], "rate": res["n"] / res["elapsed"], "send_rate": n / sent_s,
+            "bytes": len(payload) + len(topic)}
+
+
+def bench_throughput(n: int, env: dict, settings, ctx_mp) -> dict:
+    ready, results = ctx_mp.Event(), ctx_mp.Queue()
+    proc = ctx_mp.Process(target=_bus_subscriber, args=(env, n, ready, results))
+    proc.start()
+    ready.wait(30)
+    pub = BusClient("planner", settings=settings, heartbeat=False).start()
+    pub.handshake()  # the subscriber joined before us; its subscription reached the proxy
+    t0 = time.perf_counter()
+    for i in range(n):
+        pub.publish(sample(i), task="t-bench")
+    sent_s = time.perf_counter() - t0
+    res = results.get(timeout=180)
+    proc.join(10)
+    pub.stop()
+    return {"received": res["n"], "rate": res["n"] / max(res["elapsed"], 1e-9),
+            "send_rate": n / sent_s, "rejected": res["rejected"], "gaps": res["gaps"]}
+
+
+def bench_latency(rate: int, seconds: float, env: dict, settings, ctx_mp) -> dict:
+    n = int(rate * seconds)
+    ready, results = ctx_mp.Event(), ctx_mp.Queue()
+    proc = ctx_mp.Process(target=_bus_subscriber, args=(env, n, ready, results))
+    proc.start()
+    ready.wait(30)
+    pub = BusClient("planner", settings=settings, heartbeat=False).start()
+    pub.handshake()
+    interval = 1.0 / rate
+    next_at = time.perf_counter()
+    for i in range(n):
+        while True:  # pace precisely; sleeping the bulk keeps the CPU free for the receiver
+            left = next_at - time.perf_counter()
+            if left <= 0:
+                break
+            if left > 0.0003:
+                time.sleep(left - 0.0002)
+        pub.publish(sample(i, time.monotonic_ns()), task="t-bench")
+        next_at += interval
+    res = results.get(timeout=60)
+    proc.join(10)
+    pub.stop()
+    lat = res["lat"]
+    return {"received": res["n"], "p50_us": percentile(lat, 50), "p99_us": percentile(lat, 99),
+            "max_us": max(lat)}
+
+
+def bench_round_trips(n: int, env: dict, settings, ctx_mp) -> dict:
+    ready = ctx_mp.Event()
+    proc = ctx_mp.Process(target=_replier, args=(env, ready))
+    proc.start()
+    ready.wait(30)
+    client = BusClient("planner", settings=settings, heartbeat=False).start()
+    client.handshake()
+    for _ in range(50):  # warm-up
+        client.request(MemoryQuery(op="stats"), to="memory")
+    req = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        _env, reply = client.request(MemoryQuery(op="stats", n=i), to="memory")
+        req.append((time.perf_counter() - t0) * 1e6)
+        assert reply.stats["n"] == i
+    acked = []
+    user = BusClient("user", settings=settings, heartbeat=False).start()
+    user.handshake()
+    for i in range(n):
+        done = threading.Event()
+        t0 = time.perf_counter()
+        user.send(UserRequest(task_id=f"t-{i}", text="hi"), to="memory",
+                  on_done=lambda ok, d=done: d.set())
+        done.wait(10)
+        acked.append((time.perf_counter() - t0) * 1e6)
+    user.stop()
+    client.stop()
+    proc.terminate()
+    proc.join(10)
+    return {"request_p50_us": percentile(req, 50), "request_p99_us": percentile(req, 99),
+            "ack_p50_us": percentile(acked, 50), "ack_p99_us": percentile(acked, 99)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--round-trips", type=int, default=2000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))
+    env = {"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
+           "ARTOO_CAPTURE": "0", "ARTOO_HWM": str(max(100_000, args.messages + 1000))}
+    os.environ.update(env)
+    settings = load_settings()
+    settings.ensure_dirs()
+    ctx_mp = mp.get_context("spawn")
+    proxy = subprocess.Popen([sys.executable, "-m", "services.bus"], cwd=REPO,
+                             env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    out: dict = {}
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                BusClient("user", settings=settings, heartbeat=False).start(timeout=1).stop()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+        out["raw"] = bench_raw(args.messages, ctx_mp)
+        out["bus"] = bench_throughput(args.messages, env, settings, ctx_mp)
+        out["latency"] = bench_latency(args.rate, args.seconds, env, settings, ctx_mp)
+        out["round_trips"] = bench_round_trips(args.round_trips, env, settings, ctx_mp)
+    finally:
+        proxy.terminate()
+        proxy.wait(10)
+        shutil.rmtree(root, ignore_errors=True)
+
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    raw, bus, lat, rt = out["raw"], out["bus"], out["latency"], out["round_trips"]
+    print(f"throughput, 1 publisher -> 1 subscriber, {args.messages} x {TYPE}:")
+    print(f"  raw pyzmq PUB->SUB (no proxy, no validation): {raw['rate']:>9,.0f} msgs/s "
+          f"({raw['received']} received, {raw['bytes']} B/msg)")
+    print(f"  artoo bus (proxy + validation both ends):     {bus['rate']:>9,.0f} msgs/s "
+          f"({bus['received']} received, publish call rate {bus['send_rate']:,.0f}/s, "
+          f"gaps {bus['gaps']}, rejected {bus['rejected']})   target >= 40,000")
+    print(f"  ratio bus/raw: {bus['rate'] / raw['rate']:.2f}")
+    print(f"latency at {args.rate} msgs/s for {args.seconds:.0f} s ({lat['received']} msgs): "
+          f"p50 {lat['p50_us']:.0f} us, p99 {lat['p99_us']:.0f} us, max {lat['max_us']:.0f} us"
+          f"   targets p50 <= 300 us, p99 <= 2000 us")
+    print(f"request/reply round trip ({args.round_trips}): p50 {rt['request_p50_us']:.0f} us, "
+          f"p99 {rt['request_p99_us']:.0f} us   target p50 <= 1000 us")
+    print(f"acknowledged work message send->ack ({args.round_trips}): p50 {rt['ack_p50_us']:.0f} us, "
+          f"p99 {rt['ack_p99_us']:.0f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
