@@ -88,6 +88,15 @@ class Settings:
     search_timeout_s: float = 15.0
     approval_timeout_s: float = 120.0    # Law 1: no answer by then means deny
 
+    # --- effectors: spawner, tools, Law 1 ------------------------------------------------------
+    claim_hold_s: float = 3.0            # a spawner holds a slot this long for an unanswered claim
+    effector_ack_wait_s: float = 30.0    # an effector waits this long for its outcome's acks
+    effector_deadline_margin_s: float = 5.0  # it reports a failed outcome this long before its kill
+    shell_output_max_chars: int = 200_000  # raw shell output kept (head + tail) before the prompt cut
+    read_roots: str = ""                 # ARTOO_READ_ROOTS: extra read-only roots for file tools (":")
+    search_url: str = ""                 # ARTOO_SEARCH_URL: SearXNG-style JSON search endpoint
+    undo_max_bytes: int = 200 << 20      # larger approved deletes/overwrites get no undo copy
+
     # --- GGS (seeds/000 Appendix B) ------------------------------------------------------------
     ggs_alpha: float = 0.6
     ggs_beta: float = 0.3
