@@ -81,6 +81,11 @@ class Megram(Body):
     f: float
     sigma: float
     k: float
+    # Filled by the memory server on reads (ignored on writes): live contributions to the tag's
+    # potentials at query time, and the rule a source was distilled into by the Dreamer.
+    live_attention: Optional[float] = None
+    live_decision: Optional[float] = None
+    consolidated_into: str = ""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -427,6 +432,7 @@ class MemoryQuery(Body):
     text: str = ""
     level: Optional[Level] = None
     task_id: str = ""
+    sigma: Optional[float] = None         # remember: valence (default +1; negative = a correction)
 
 
 class SopRecord(Body):
@@ -436,6 +442,7 @@ class SopRecord(Body):
     content: str
     sigma: float
     state: str = ""
+    level: str = "C"
 
 
 class MemoryResult(Body):

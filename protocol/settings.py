@@ -119,6 +119,14 @@ class Settings:
     dreamer_gc_threshold: float = 0.1
     dreamer_promote_attention: float = 5.0
     dreamer_promote_decision: float = 3.0
+    memory_ignore_attention: float = 0.5  # action Ignore below this attention
+    memory_decision_band: float = 0.2     # |decision| ≤ band → Caution; above → Exploit / Avoid
+    memory_max_content_chars: int = 4000  # longer Megram contents are cut on write
+    memory_write_batch: int = 20_000      # Megrams per LMDB commit at most (group commit)
+    memory_query_top_n: int = 10          # strongest contributing Megrams returned by QueryMK
+    dreamer_demote_k: float = 0.05        # k of a C rule after trust bankruptcy (now level K)
+    dreamer_bankruptcy_tolerance: float = 0.0  # newer evidence must oppose a rule by more
+    dreamer_prompt_sources: int = 10      # newest source contents shown to the distilling LLM
 
     # --- audit ---------------------------------------------------------------------------------
     tap_fsync_interval_s: float = 0.1
