@@ -131,7 +131,15 @@ class Settings:
     # --- audit ---------------------------------------------------------------------------------
     tap_fsync_interval_s: float = 0.1
     tap_segment_bytes: int = 64 << 20
+    tap_replay_bytes: int = 256 << 20    # capture relay keeps unacknowledged messages up to this
     audit_report_interval_s: float = 300.0
+    audit_max_findings: int = 1000       # entries kept per anomaly list per window (rest counted)
+    audit_drift_min_samples: int = 5     # a window needs this many observations to judge drift
+    audit_drift_rate_delta: float = 0.25  # rate drift: |window − baseline| at least this
+    audit_drift_latency_ratio: float = 2.0  # latency drift: window mean ≥ ratio × baseline
+    audit_baseline_windows: int = 6      # a role's baseline = mean of its last N windows
+    audit_thrash_rounds: int = 2         # break_symmetry rounds in a row without D improving
+    audit_correction_threshold: int = 5  # ReplanRequest.correction_count that counts as thrashing
 
     # --- LLM -----------------------------------------------------------------------------------
     llm_timeout_s: float = 120.0
