@@ -146,7 +146,9 @@ class Settings:
     llm_retries: int = 3
     llm_backoff_s: float = 0.5
     local_model_path: str = ""           # ARTOO_LOCAL_MODEL
-    local_llm_port: int = 0              # 0 = derive from ARTOO_HOME (stable per data dir)
+    local_llm_port: int = 0              # 0 = a free loopback port claimed at `artoo up`
+    local_llm_ctx: int = 4096            # context window of the local llama.cpp server
+    local_llm_threads: int = 0           # its CPU threads; 0 = every core
 
     # --- derived paths -------------------------------------------------------------------------
     @property

@@ -1,9 +1,10 @@
 """The `bus` process: the XSUB/XPUB proxy every role talks through (DESIGN §4).
 
 The forwarding loop is libzmq's steerable proxy (C, no Python on the hot path). Its capture socket
-PUSHes every message to the tap: PUSH gives backpressure rather than loss, and because it *connects*
-to the tap, messages queue in the proxy while the tap restarts. A small control thread serves
-`{"cmd": "stats"}` requests (JSON over REP on the control endpoint) with the proxy's counters.
+feeds the capture relay (auditor/capture.py), a thread that numbers every message and keeps it until
+the tap has fsynced it, so the audit log gets each message exactly once even across tap restarts.
+A small control thread serves `{"cmd": "stats"}` (the proxy's counters, with the relay's) and
+`{"cmd": "capture"}` (relay counters and the current subscriptions) as JSON over REP.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import time
 import zmq
 
 from protocol.bus import BusClient
+from auditor.capture import CAPTURE_INPROC, CaptureRelay
 from protocol.settings import Settings, load_settings
 from services.role import configure_logging
 
@@ -67,11 +69,16 @@ class Proxy:
         self._bind(front, "xsub")
         self._bind(back, "xpub")
         capture = None
+        self.relay = None
         if self.capture_enabled:
             capture = self.ctx.socket(zmq.PUSH)
-            capture.setsockopt(zmq.SNDHWM, 0)  # unbounded: buffer while the tap restarts
-            capture.setsockopt(zmq.LINGER, 2000)
-            capture.connect(s.endpoint("capture"))
+            capture.setsockopt(zmq.SNDHWM, 0)  # never block the proxy; the relay bounds memory
+            capture.setsockopt(zmq.LINGER, 0)
+            capture.bind(CAPTURE_INPROC)
+            self.relay = CaptureRelay(self.ctx, s, bind=self._bind).start()
+            # Publishers filter on their side: without a catch-all subscription upstream, a message
+            # nobody subscribes to would never reach the proxy, and so never the audit log.
+            front.send(b"\x01")
         control = self.ctx.socket(zmq.PAIR)
         control.bind("inproc://proxy-control")
         self._steer = self.ctx.socket(zmq.PAIR)
@@ -107,6 +114,8 @@ class Proxy:
         stats = dict(zip(_COUNTERS, values))
         stats["uptime_s"] = round(time.time() - self.started_at, 3)
         stats["pid"] = os.getpid()
+        if self.relay is not None:
+            stats["capture"] = self.relay.stats()
         return stats
 
     def _serve_control(self) -> None:
@@ -129,6 +138,8 @@ class Proxy:
                     cmd = None
                 if cmd == "stats":
                     reply = {"ok": True, "stats": self.statistics()}
+                elif cmd == "capture" and self.relay is not None:
+                    reply = {"ok": True, "capture": self.relay.stats(subscriptions=True)}
                 else:
                     reply = {"ok": False, "error": f"unknown command {raw[:40]!r}; try stats"}
                 rep.send(json.dumps(reply).encode())
@@ -151,6 +162,8 @@ class Proxy:
                     pass
         if self._thread:
             self._thread.join(3)
+        if self.relay is not None:
+            self.relay.stop()  # gives a connected tap a moment to take what is still buffered
         self._stop.set()
         if self._control_thread:
             self._control_thread.join(3)

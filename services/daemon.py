@@ -20,8 +20,11 @@ from pathlib import Path
 
 import psutil
 
+from protocol import curve
 from protocol.bus import BusClient, BusTimeout
 from protocol.settings import Settings
+
+from . import local_model
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCALE = 2
@@ -45,6 +48,7 @@ def daemon_env(settings: Settings, extra: dict[str, str] | None = None) -> dict[
         "PYTHONUNBUFFERED": "1",
     })
     env.update(extra or {})
+    env.update(local_model.llm_env(settings, env))  # [program:llm]: autostart, model, port
     return env
 
 
@@ -53,6 +57,7 @@ class Program:
     name: str
     numprocs: int
     autostart: bool
+    heartbeats: bool = True        # a bus role; the llm server is watched over HTTP instead
 
 
 def expected_programs(env: dict[str, str] | None = None) -> list[Program]:
@@ -64,20 +69,24 @@ def expected_programs(env: dict[str, str] | None = None) -> list[Program]:
     for section in parser.sections():
         if not section.startswith("program:"):
             continue
-        raw = parser.get(section, "numprocs", fallback="1")
-        for key, value in env.items():
-            raw = raw.replace(f"%(ENV_{key})s", value)
+        def expanded(key: str, default: str) -> str:
+            raw = parser.get(section, key, fallback=default)
+            for name, value in env.items():
+                raw = raw.replace(f"%(ENV_{name})s", value)
+            return raw.strip()
         try:
-            numprocs = int(raw)
+            numprocs = int(expanded("numprocs", "1"))
         except ValueError:
             numprocs = DEFAULT_SCALE
-        autostart = parser.get(section, "autostart", fallback="true").strip().lower() != "false"
-        programs.append(Program(section.split(":", 1)[1], numprocs, autostart))
+        autostart = expanded("autostart", "true").lower() != "false"
+        name = section.split(":", 1)[1]
+        programs.append(Program(name, numprocs, autostart, name != local_model.PROGRAM))
     return programs
 
 
 def expected_instances(env: dict[str, str] | None = None) -> list[tuple[str, int]]:
-    return [(p.name, i) for p in expected_programs(env) if p.autostart for i in range(p.numprocs)]
+    return [(p.name, i) for p in expected_programs(env) if p.autostart and p.heartbeats
+            for i in range(p.numprocs)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,7 +105,14 @@ def supervisord_pid(settings: Settings) -> int | None:
         pid = int((settings.run_dir / "supervisord.pid").read_text().strip())
     except (OSError, ValueError):
         return None
-    return pid if psutil.pid_exists(pid) else None
+    try:  # a stale pid file may name a pid that now belongs to another program
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE or \
+                not any("supervisord" in part for part in proc.cmdline()):
+            return None
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    return pid
 
 
 def supervisor_processes(settings: Settings) -> dict[tuple[str, int], dict]:
@@ -119,16 +135,35 @@ class DaemonError(RuntimeError):
     pass
 
 
+def _tail(path: str, lines: int = 3) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+
 def up(settings: Settings, timeout_s: float = 90.0, extra_env: dict[str, str] | None = None) -> dict:
-    """Start supervisord (if not running) and wait until every expected role heartbeats."""
+    """Start supervisord (if not running) and wait until every expected role heartbeats.
+
+    Idempotent: with the daemon already up it only waits for the roles. After a crash it clears
+    the stale pid file and sockets and kills role processes the dead supervisord left behind."""
     settings.ensure_dirs()
-    env = daemon_env(settings, extra_env)
-    if supervisord_pid(settings) is None:
-        for stale in ("supervisor.sock", "supervisord.pid"):
+    if curve.needs_curve(settings):
+        curve.ensure_keys(settings)
+    starting = supervisord_pid(settings) is None
+    if starting:  # the llm port of a stopped daemon may be taken by now: claim a fresh one
+        for stale in ("supervisor.sock", "supervisord.pid", local_model.PORT_FILE):
             try:
                 (settings.run_dir / stale).unlink()
             except FileNotFoundError:
                 pass
+    env = daemon_env(settings, extra_env)
+    if starting:
+        sweep(settings)  # orphans of a supervisord that died would hold the bus and the llm port
         proc = subprocess.run([sys.executable, "-m", "supervisor.supervisord", "-c",
                                str(conf_path())], env=env, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -150,10 +185,14 @@ def up(settings: Settings, timeout_s: float = 90.0, extra_env: dict[str, str] | 
             missing = [f"{r['role']}[{r['instance']}]" for r in report["roles"] if not r["alive"]]
             raise DaemonError(f"roles not ready after {timeout_s:.0f}s: {', '.join(missing)} "
                               f"(logs: {settings.logs_dir})")
-        fatal = [f"{p}[{i}]" for (p, i), info in supervisor_processes(settings).items()
+        fatal = [f"{p}[{i}] (log {info.get('stdout_logfile') or settings.logs_dir}: "
+                 f"{_tail(info.get('stdout_logfile', '')) or 'empty'})"
+                 for (p, i), info in supervisor_processes(settings).items()
                  if info.get("statename") == "FATAL"]
         if fatal:
-            raise DaemonError(f"roles failed to start: {', '.join(fatal)} (logs: {settings.logs_dir})")
+            raise DaemonError("roles failed to start and were given up by supervisord: "
+                              + "; ".join(fatal) + ". Fix the cause, then `artoo down` and "
+                              "`artoo up`.")
         try:
             report = collect_status(settings, env=env, window_s=min(2.0, remaining))
         except BusTimeout:
@@ -181,7 +220,7 @@ def down(settings: Settings, timeout_s: float = 30.0) -> list[int]:
         except psutil.TimeoutExpired:
             os.kill(pid, signal.SIGKILL)
     swept = sweep(settings)
-    for stale in ("supervisor.sock", "supervisord.pid"):
+    for stale in ("supervisor.sock", "supervisord.pid", local_model.PORT_FILE):
         try:
             (settings.run_dir / stale).unlink()
         except FileNotFoundError:
@@ -236,7 +275,8 @@ class HeartbeatCollector:
 def collect_status(settings: Settings, env: dict[str, str] | None = None,
                    window_s: float = 1.5) -> dict:
     """Listen to heartbeats until every expected instance is heard or window_s passes."""
-    expected = expected_instances(env or daemon_env(settings))
+    env = env or daemon_env(settings)
+    expected = expected_instances(env)
     collector = HeartbeatCollector()
     client = BusClient("user", settings=settings, heartbeat=False)
     client.on("Heartbeat", collector)
@@ -274,5 +314,6 @@ def collect_status(settings: Settings, env: dict[str, str] | None = None,
             "in_flight": hb.get("in_flight", 0),
             "info": hb.get("info", {}),
         })
+    rows += local_model.status_rows(settings, env, sup)  # llm: alive = its HTTP API answers
     return {"home": str(settings.home), "supervisord_pid": supervisord_pid(settings),
-            "roles": rows}
+            "roles": rows, "llm_backends": local_model.backend_description(settings, env)}
