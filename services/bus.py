@@ -18,8 +18,8 @@ import time
 
 import zmq
 
-from protocol.bus import BusClient
 from auditor.capture import CAPTURE_INPROC, CaptureRelay
+from protocol.bus import BusClient
 from protocol.settings import Settings, load_settings
 from services.role import configure_logging
 
@@ -46,6 +46,7 @@ class Proxy:
         self._control_thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.error: BaseException | None = None
+        self.relay: CaptureRelay | None = None   # the capture side (auditor/capture.py)
 
     def _bind(self, sock, name: str) -> None:
         endpoint = self.settings.endpoint(name)
@@ -69,7 +70,6 @@ class Proxy:
         self._bind(front, "xsub")
         self._bind(back, "xpub")
         capture = None
-        self.relay = None
         if self.capture_enabled:
             capture = self.ctx.socket(zmq.PUSH)
             capture.setsockopt(zmq.SNDHWM, 0)  # never block the proxy; the relay bounds memory
