@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 
 import zmq
 
-from . import routes
+from . import curve, routes
 from .envelope import (NO_TASK, PROTOCOL_VERSION, Envelope, ProtocolError, decode, dump_body,
                        encode, owner, parse_body, stream_of, topic_for)
 from .messages import Ack, Body, Heartbeat, Hello, MESSAGE_TYPES
@@ -36,6 +36,7 @@ log = logging.getLogger("artoo.bus")
 
 Handler = Callable[[Envelope, Any], Any]
 ALL = "*"
+_CLOSE_LINGER_MS = 1000  # on stop, queued outgoing messages get this long to reach the proxy
 _SNDMORE, _NOBLOCK, _RCVMORE = int(zmq.SNDMORE), int(zmq.NOBLOCK), int(zmq.RCVMORE)
 _DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itself (PUB lock)
 _LRU_CAP = 8192
@@ -131,7 +132,7 @@ class BusClient:
         self._in_flight_lock = threading.Lock()
 
         self._outq: queue.SimpleQueue = queue.SimpleQueue()
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._wake_fd = -1                  # an eventfd from start() until stop()
         self._wake_pending = False          # coalesces wake-ups: one eventfd write per drain
         self._send_lock = threading.Lock()  # guards the PUB socket, _seq and _pending inserts
         self._pub_live = False              # PUB socket connected and not yet closed
@@ -183,6 +184,7 @@ class BusClient:
     def start(self, timeout: float | None = None) -> "BusClient":
         """Connect and return once the handshake proves the path through the proxy works."""
         timeout = timeout or self.settings.ready_timeout_s
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._pool = ThreadPoolExecutor(self.settings.handler_threads,
                                         thread_name_prefix=f"{self.role}-h")
         self._thread = threading.Thread(target=self._loop_main, name=f"bus-{self.role}",
@@ -206,6 +208,9 @@ class BusClient:
         self._wake()
         if self._thread and self._thread is not threading.current_thread():
             self._thread.join(5)
+        if self._stopped.is_set() and self._wake_fd >= 0:  # closed only once nobody can poll it
+            fd, self._wake_fd = self._wake_fd, -1
+            os.close(fd)
         if self._pool:
             self._pool.shutdown(wait=False, cancel_futures=True)
         for fut in list(self._futures.values()):
@@ -341,10 +346,12 @@ class BusClient:
         if self._wake_pending:
             return
         self._wake_pending = True
-        try:
-            os.eventfd_write(self._wake_fd, 1)
-        except OSError:
-            pass
+        fd = self._wake_fd
+        if fd >= 0:
+            try:
+                os.eventfd_write(fd, 1)
+            except OSError:
+                pass
 
     def _process_item(self, item: tuple) -> None:
         kind, a, b, c = item
@@ -445,19 +452,25 @@ class BusClient:
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         self._pub.setsockopt(zmq.SNDHWM, s.hwm)
         self._sub.setsockopt(zmq.RCVHWM, s.hwm)
-        self._pub.connect(s.endpoint("xsub"))
-        self._sub.connect(s.endpoint("xpub"))
-        self._sub.setsockopt(zmq.SUBSCRIBE, self._my_prefix)
+        for sock, name in ((self._pub, "xsub"), (self._sub, "xpub")):
+            if curve.is_tcp(s.endpoint(name)):
+                curve.apply_client(sock, s)
+            sock.connect(s.endpoint(name))
         for sub in self._subs:
             self._subscribe(sub)
+        # Last: the proxy forwards one socket's subscriptions in order, so when the probe on this
+        # prefix comes back, every subscription above is live at every publisher too.
+        self._sub.setsockopt(zmq.SUBSCRIBE, self._my_prefix)
         self._pub_live = True
 
     def _loop_main(self) -> None:
         self._hello_waiters: list[threading.Event] = []
         try:
             self._connect()
-        except Exception as exc:
+        except Exception as exc:  # e.g. CURVE keys missing: start() reports it
             self._start_error = exc
+            if self._ctx is not None:
+                self._ctx.destroy(linger=0)
             self._ready.set()
             self._stopped.set()
             return
@@ -517,14 +530,11 @@ class BusClient:
             with self._send_lock:
                 self._pub_live = False
             try:
-                self._pub.close(0)
+                # Messages published just before stop() still leave (an effector's last word).
+                self._pub.close(linger=_CLOSE_LINGER_MS)
                 self._sub.close(0)
                 self._ctx.term()
             except Exception:
-                pass
-            try:
-                os.close(self._wake_fd)
-            except OSError:
                 pass
 
     def _recv_frames(self) -> list[bytes]:

@@ -61,6 +61,7 @@ class Settings:
     xpub_endpoint: str = ""              # ARTOO_BUS_XPUB (subscribers connect here)
     capture_endpoint: str = ""           # ARTOO_BUS_CAPTURE (PUSH from the proxy to the tap)
     control_endpoint: str = ""           # ARTOO_BUS_CONTROL (steerable proxy: STATISTICS etc.)
+    curve_dir_override: str = ""         # ARTOO_CURVE_DIR: CURVE keys for tcp:// endpoints
     bus_capture: bool = True             # ARTOO_CAPTURE: feed every message to the tap
     max_frame_bytes: int = 1 << 20       # receivers refuse larger envelopes
     proxy_max_frame_bytes: int = 8 << 20  # the proxy disconnects publishers above this
@@ -162,6 +163,11 @@ class Settings:
         return Path("/tmp") / f"artoo-{digest}"
 
     @property
+    def curve_dir(self) -> Path:
+        """Keys and allow-list for tcp:// bus endpoints (protocol/curve.py)."""
+        return Path(self.curve_dir_override) if self.curve_dir_override else self.home / "curve"
+
+    @property
     def logs_dir(self) -> Path:
         return self.home / "logs"
 
@@ -202,6 +208,7 @@ _ENV_NAMES = {
     "xpub_endpoint": "ARTOO_BUS_XPUB",
     "capture_endpoint": "ARTOO_BUS_CAPTURE",
     "control_endpoint": "ARTOO_BUS_CONTROL",
+    "curve_dir_override": "ARTOO_CURVE_DIR",
     "local_model_path": "ARTOO_LOCAL_MODEL",
     "bus_capture": "ARTOO_CAPTURE",
 }

@@ -8,6 +8,7 @@ A small control thread serves `{"cmd": "stats"}` (the proxy's counters, with the
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ import time
 
 import zmq
 
+from protocol import curve
 from auditor.capture import CAPTURE_INPROC, CaptureRelay
 from protocol.bus import BusClient
 from protocol.settings import Settings, load_settings
@@ -52,14 +54,33 @@ class Proxy:
         endpoint = self.settings.endpoint(name)
         path = _ipc_path(endpoint)
         if path and os.path.exists(path):
-            os.unlink(path)  # a stale socket file from a killed proxy
+            os.unlink(path)  # stale from a killed proxy: the lock proves no live one owns it
+        if curve.is_tcp(endpoint):
+            curve.apply_server(sock, self.settings)
         sock.bind(endpoint)
         if path:
             os.chmod(path, 0o600)
 
+    def _lock(self) -> None:
+        """One proxy per data dir: a second one would unlink the live one's sockets."""
+        path = self.settings.run_dir / "bus.lock"
+        self._lock_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self._lock_fd, 32, 0).decode(errors="replace").strip()
+            os.close(self._lock_fd)
+            raise RuntimeError(f"another bus proxy (pid {holder or '?'}) already serves "
+                               f"{self.settings.run_dir}") from None
+        os.ftruncate(self._lock_fd, 0)
+        os.pwrite(self._lock_fd, str(os.getpid()).encode(), 0)
+
     def start(self) -> "Proxy":
         s = self.settings
         s.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(s.run_dir, 0o700)
+        self._lock()
+        self._auth = curve.start_authenticator(self.ctx, s) if curve.needs_curve(s) else None
         front = self.ctx.socket(zmq.XSUB)
         back = self.ctx.socket(zmq.XPUB)
         front.setsockopt(zmq.RCVHWM, s.hwm)
@@ -170,6 +191,8 @@ class Proxy:
         for sock in self._sockets + [self._steer]:
             if sock is not None:
                 sock.close(0)
+        if self._auth is not None:
+            self._auth.stop()
         self.ctx.term()
 
 
@@ -179,6 +202,8 @@ def query_control(settings: Settings, cmd: str = "stats", timeout_s: float = 2.0
     sock = ctx.socket(zmq.REQ)
     sock.setsockopt(zmq.LINGER, 0)
     try:
+        if curve.is_tcp(settings.endpoint("control")):
+            curve.apply_client(sock, settings)
         sock.connect(settings.endpoint("control"))
         sock.send(json.dumps({"cmd": cmd}).encode())
         if not sock.poll(int(timeout_s * 1000)):
@@ -192,7 +217,11 @@ def main() -> int:
     configure_logging("bus")
     settings = load_settings()
     capture = settings.bus_capture
-    proxy = Proxy(settings, capture=capture).start()
+    try:
+        proxy = Proxy(settings, capture=capture).start()
+    except (RuntimeError, zmq.ZMQError) as exc:
+        log.error("bus proxy cannot start: %s", exc)
+        return 1
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
