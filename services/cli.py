@@ -22,6 +22,7 @@ err_console = Console(stderr=True)
 # Modules exposing register(main_group) with their subcommands.
 COMMAND_MODULES = [
     "auditor.cli",
+    "memory_server.cli",
 ]
 
 
