@@ -114,6 +114,9 @@ class Settings:
 
     # --- memory (seeds/000 §4) -----------------------------------------------------------------
     memory_map_size: int = 1 << 30       # initial LMDB map size; grows on MapFullError
+    ggs_watchdog_interval_s: float = 0.25  # how often GGS checks task deadlines
+    ggs_tombstone_ttl_s: float = 3600.0    # ended tasks remembered this long (late messages ignored)
+    ggs_tombstone_max: int = 10_000        # ... and at most this many
     memory_max_calibration_entries: int = 10
     dreamer_interval_s: float = 300.0
     dreamer_after_final_s: float = 3.0

@@ -23,6 +23,7 @@ err_console = Console(stderr=True)
 COMMAND_MODULES = [
     "auditor.cli",
     "memory_server.cli",
+    "services.ggs",
 ]
 
 
