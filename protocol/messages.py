@@ -484,6 +484,11 @@ class AuditReport(Body):
     bus_gaps: list[dict[str, Any]] = Field(default_factory=list)
     missing_roles: list[dict[str, Any]] = Field(default_factory=list)
     role_stats: dict[str, Any] = Field(default_factory=dict)
+    gap_trends: dict[str, int] = Field(default_factory=dict)      # improving/stable/worsening rounds
+    corrections: int = 0                                          # ReplanRequest correction counts
+    final_results: dict[str, int] = Field(default_factory=dict)   # FinalResults by directive
+    omitted: dict[str, int] = Field(default_factory=dict)         # findings beyond the list cap
+    auditor: dict[str, Any] = Field(default_factory=dict)         # node, pid, totals
 
 
 # ----------------------------------------------------------------------------------------------
