@@ -36,6 +36,7 @@ log = logging.getLogger("artoo.bus")
 
 Handler = Callable[[Envelope, Any], Any]
 ALL = "*"
+_FIRST_REPROBE_S = 0.002
 _CLOSE_LINGER_MS = 1000  # on stop, queued outgoing messages get this long to reach the proxy
 _SNDMORE, _NOBLOCK, _RCVMORE = int(zmq.SNDMORE), int(zmq.NOBLOCK), int(zmq.RCVMORE)
 _DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itself (PUB lock)
@@ -147,6 +148,7 @@ class BusClient:
         self._stopped = threading.Event()
         self._ready = threading.Event()
         self._hello_nonce = ""
+        self._hello_interval = _FIRST_REPROBE_S  # re-probe backoff: 2 ms doubling to 100 ms
         self._start_error: BaseException | None = None
         self._log_budget: Counter[str] = Counter()
 
@@ -367,6 +369,7 @@ class BusClient:
             self._send_reply(a, b)
         elif kind == "hello":
             self._hello_waiters.append(a)
+            self._hello_interval = _FIRST_REPROBE_S
             self._send_hello()
         elif kind == "call":
             a()
@@ -485,8 +488,9 @@ class BusClient:
                 if not self._ready.is_set() or self._hello_waiters:
                     if now >= hello_next:  # re-probe: the first probes race the subscription
                         self._send_hello()
-                        hello_next = now + 0.02
-                    timeout_ms = 5
+                        hello_next = now + self._hello_interval
+                        self._hello_interval = min(self._hello_interval * 2, 0.1)
+                    timeout_ms = max(1, int((hello_next - now) * 1000))
                 else:
                     timeout_ms = self._run_timers(now)
                     if self.heartbeat_enabled and now >= hb_next:

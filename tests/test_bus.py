@@ -1,0 +1,368 @@
+"""The bus on real processes: first messages of new publishers, malformed input, acknowledged work
+across a proxy restart, gap counting and de-duplication, one proxy per data dir, CURVE on tcp."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import msgpack
+import pytest
+import zmq
+
+from catalogue_samples import build
+from conftest import REPO, start_process, stop_process, wait_bus_ready
+from protocol import curve
+from protocol.bus import BusClient, BusTimeout
+from protocol.envelope import Envelope, encode
+from protocol.messages import EffectorStarted, MemoryQuery, SubTaskAssign
+from protocol.settings import load_settings
+
+PROBE = [str(REPO / "tests" / "probe_role.py")]
+
+
+def probe_stats(client: BusClient, timeout: float = 15.0) -> dict:
+    """Ask the probe role for its live counters (request/reply re-sends until it answers)."""
+    _, reply = client.request(MemoryQuery(op="stats"), to="probe", timeout=timeout)
+    return reply.stats
+
+
+@pytest.fixture
+def probe(bus_process, artoo_env):
+    """The probe role process (tests/probe_role.py) on the fixture's bus; stopped at teardown."""
+    procs = []
+
+    def start(**env):
+        proc = start_process(PROBE, env, "probe")
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        stop_process(proc)
+
+
+def effector_started(subtask_id: str, node: str = "raw-node", seq: int = 1, **body) -> bytes:
+    fields = {"task_id": "mal", "subtask_id": subtask_id, "pid": 1, "spawner": "raw"}
+    fields.update(body)
+    return encode(Envelope(type="EffectorStarted", body=fields, sender="spawner", node=node,
+                           seq=seq, task="mal"))
+
+
+class RawPublisher:
+    """A bare PUB socket on the proxy: sends any bytes at all, outside BusClient's checks."""
+
+    def __init__(self, settings):
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.PUB)
+        self.sock.setsockopt(zmq.SNDHWM, 0)
+        self.sock.setsockopt(zmq.LINGER, 2000)
+        self.sock.connect(settings.endpoint("xsub"))
+
+    def send(self, *frames: bytes) -> None:
+        self.sock.send_multipart(list(frames))
+
+    def sync_with_probe(self, client: BusClient) -> int:
+        """Re-send a valid message until the probe has handled one: our pipe carries its
+        subscription from then on (PUB/SUB drops everything before). Returns handled so far."""
+        for attempt in range(200):
+            self.send(b"EffectorStarted/mal", effector_started(f"sync-{attempt}", node="sync"))
+            stats = probe_stats(client)
+            if stats["handled"] > 0:
+                return stats["handled"]
+        raise TimeoutError("raw publisher never reached the probe")
+
+    def close(self) -> None:
+        self.sock.close()
+        self.ctx.term()
+
+
+# ----------------------------------------------------------------------------------------------
+# first message of a new publisher
+# ----------------------------------------------------------------------------------------------
+
+def test_new_publisher_never_loses_its_first_message(bus_process, settings, bus_clients):
+    trials, workers = 1000, 4
+    seen: set[str] = set()
+    lock = threading.Lock()
+    all_seen = threading.Event()
+
+    def collect(env, msg):
+        with lock:
+            seen.add(msg.subtask_id)
+            if len(seen) >= trials:
+                all_seen.set()
+
+    bus_clients("planner", lambda c: c.on("EffectorStarted", collect, task="first-message"))
+    share = trials // workers
+    procs = [start_process([str(REPO / "tests" / "spawn_publisher.py"), str(w * share),
+                            str(share)], log_name=f"spawn-{w}") for w in range(workers)]
+    try:
+        codes = [p.wait(120) for p in procs]
+    finally:
+        for p in procs:
+            stop_process(p)
+    assert codes == [0] * workers
+    all_seen.wait(10)
+    lost = sorted({f"trial-{i}" for i in range(trials)} - seen, key=lambda s: int(s[6:]))
+    assert not lost, f"{len(lost)} first messages lost, e.g. {lost[:5]}"
+
+
+# ----------------------------------------------------------------------------------------------
+# malformed input
+# ----------------------------------------------------------------------------------------------
+
+PROBE_MAX_FRAME = 4096
+
+
+def malformed_frames() -> tuple[list[list[bytes]], Counter]:
+    """10,000 malformed messages of assorted kinds and the reason each must be counted under."""
+    topic = b"EffectorStarted/mal"
+    good = msgpack.unpackb(effector_started("x"))
+
+    def env(**changes):
+        raw = dict(good)
+        raw.update(changes)
+        return msgpack.packb(raw, use_bin_type=True)
+
+    def without(key):
+        raw = dict(good)
+        del raw[key]
+        return msgpack.packb(raw, use_bin_type=True)
+
+    kinds: list[tuple[str, int, list[list[bytes]]]] = [
+        ("msgpack", 2000, [[topic, b"\xc1"], [topic, b"\x85\xa1"], [topic, b"\xdf\xff\xff\xff\xff"],
+                           [topic, msgpack.packb(1) + b"\x00"], [topic, b"\xa2\xff\xfe"],
+                           [topic, b""]]),
+        ("envelope", 1000, [[topic, msgpack.packb([1, 2])], [topic, msgpack.packb("text")],
+                            [topic, msgpack.packb(None)], [topic, msgpack.packb(3.5)]]),
+        ("envelope", 1500, [[topic, env(id=5)], [topic, env(seq=-1)], [topic, env(ts="now")],
+                            [topic, env(body=[1])], [topic, env(to=7)], [topic, without("node")],
+                            [topic, env(seq=True)]]),
+        ("version", 1000, [[topic, env(v=2)], [topic, env(v=None)], [topic, without("v")],
+                           [topic, env(v="1")]]),
+        ("unknown_type", 1000, [[topic, env(type="NoSuchType")], [topic, env(type="")]]),
+        ("frames", 1000, [[topic], [topic, env(), b"extra"], [topic, b"", b"", b""]]),
+        ("oversized", 500, [[topic, env(body={**good["body"], "pad": "x" * PROBE_MAX_FRAME})]]),
+        ("schema", 2000, [[topic, env(body={**good["body"], "pid": "not-a-number"})],
+                          [topic, env(body={"subtask_id": "s", "pid": 1, "spawner": "x"})],
+                          [topic, env(body={**good["body"], "subtask_id": None})],
+                          [topic, env(body={**good["body"], "spawn_ms": [1]})]]),
+    ]
+    frames, expected = [], Counter()
+    for reason, count, variants in kinds:
+        for i in range(count):
+            frames.append(variants[i % len(variants)])
+        expected[reason] += count
+    return frames, expected
+
+
+def test_malformed_frames_crash_or_stall_nothing_and_are_all_counted(probe, settings,
+                                                                      bus_clients, bus_process):
+    frames, expected = malformed_frames()
+    assert sum(expected.values()) == 10_000
+    role = probe(ARTOO_MAX_FRAME_BYTES=str(PROBE_MAX_FRAME))
+    beats: list = []
+    beat_seen = threading.Event()
+
+    def on_beat(env, msg):
+        beats.append(msg)
+        beat_seen.set()
+
+    client = bus_clients("planner", lambda c: c.on("Heartbeat", on_beat, task="probe"))
+    raw = RawPublisher(settings)
+    try:
+        handled = raw.sync_with_probe(client)
+        for f in frames:
+            raw.send(*f)
+        raw.send(b"EffectorStarted/mal", effector_started("end", node="sync"))
+        # A frame above the proxy's own limit makes it drop that publisher, nothing more.
+        huge = RawPublisher(settings)
+        huge.send(b"EffectorStarted/mal", b"\x00" * (settings.proxy_max_frame_bytes + 1))
+        huge.close()
+        deadline = time.monotonic() + 60
+        while (stats := probe_stats(client))["last"] != "end":
+            assert time.monotonic() < deadline, f"probe stalled: {stats}"
+    finally:
+        raw.close()
+    assert role.poll() is None and bus_process.poll() is None
+    assert Counter(stats["rejected"]) == expected
+    assert stats["handled"] == handled + 1  # the valid "end" message went through
+    assert stats["handler_errors"] == 0
+    # The counts are published in the role's heartbeat too.
+    deadline = time.monotonic() + 10
+    while not beats or sum(beats[-1].rejected.values()) < 10_000:
+        assert time.monotonic() < deadline, "no heartbeat with the rejection counts"
+        beat_seen.clear()
+        beat_seen.wait(1)
+    assert Counter(beats[-1].rejected) == expected
+    # ... and the role still does its work: an acknowledged message is handled and acked.
+    done = threading.Event()
+    result = []
+    client.send(build(SubTaskAssign), to="probe", on_done=lambda ok: (result.append(ok), done.set()))
+    assert done.wait(10) and result == [True]
+
+
+# ----------------------------------------------------------------------------------------------
+# sequence gaps and de-duplication
+# ----------------------------------------------------------------------------------------------
+
+def test_gaps_are_counted_and_duplicate_work_is_handled_once(probe, settings, bus_clients,
+                                                             artoo_env):
+    probe()
+    client = bus_clients("planner")
+    raw = RawPublisher(settings)
+    try:
+        raw.sync_with_probe(client)
+        for seq in (1, 2, 5, 6, 9):  # 3, 4, 7, 8 never arrive
+            raw.send(b"EffectorStarted/mal", effector_started(f"g{seq}", node="gappy", seq=seq))
+        assign = Envelope(type="SubTaskAssign", body=build(SubTaskAssign).model_dump(),
+                          sender="planner", node="dup-node", seq=1, task="t-dup", to="probe")
+        payload = encode(assign)
+        for _ in range(3):  # a re-sent work message: same id three times
+            raw.send(b"SubTaskAssign/t-dup", payload)
+        raw.send(b"EffectorStarted/mal", effector_started("end", node="gappy", seq=10))
+        deadline = time.monotonic() + 30
+        while (stats := probe_stats(client))["last"] != "end":
+            assert time.monotonic() < deadline
+    finally:
+        raw.close()
+    assert stats["gaps"].get("gappy") == 4
+    lines = (Path(artoo_env["ARTOO_HOME"]) / "handled.log").read_text().splitlines()
+    assert [line.split()[0] for line in lines].count(assign.id) == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# acknowledged work across a proxy restart
+# ----------------------------------------------------------------------------------------------
+
+def test_acked_work_survives_proxy_restart_exactly_once(settings, artoo_env):
+    bus_env = {"ARTOO_CAPTURE": "0"}
+    proxy = start_process(["-m", "services.bus"], bus_env, "bus")
+    role = sender = None
+    try:
+        wait_bus_ready(settings)
+        role = start_process(PROBE, log_name="probe")
+        sender = BusClient("planner", settings=settings, heartbeat=False).start()
+        probe_stats(sender, timeout=30)
+        total, acked, lock, first_acked = 300, [], threading.Lock(), threading.Event()
+        all_acked = threading.Event()
+
+        def done(ok, sid):
+            with lock:
+                acked.append((sid, ok))
+                if len(acked) >= 50:
+                    first_acked.set()
+                if len(acked) == total:
+                    all_acked.set()
+
+        def send(i):
+            msg = build(SubTaskAssign).model_copy(update={"subtask_id": f"s{i:03d}",
+                                                          "task_id": f"t{i % 7}"})
+            sender.send(msg, to="probe", on_done=lambda ok, sid=msg.subtask_id: done(ok, sid))
+
+        for i in range(150):
+            send(i)
+        assert first_acked.wait(30)
+        proxy.send_signal(signal.SIGKILL)  # mid-stream: part acked, part in flight
+        proxy.wait(10)
+        for i in range(150, total):
+            send(i)  # sent while there is no proxy at all
+        proxy = start_process(["-m", "services.bus"], bus_env, "bus")
+        assert all_acked.wait(60), f"only {len(acked)} of {total} acknowledged"
+        assert all(ok for _, ok in acked) and sender.stats()["lost"] == 0
+        assert sorted(sid for sid, _ in acked) == [f"s{i:03d}" for i in range(total)]
+        handled = (Path(artoo_env["ARTOO_HOME"]) / "handled.log").read_text().split("\n")
+        subtasks = Counter(line.split()[1] for line in handled if line)
+        assert set(subtasks) == {f"s{i:03d}" for i in range(total)}
+        assert max(subtasks.values()) == 1, [s for s, n in subtasks.items() if n > 1][:5]
+    finally:
+        if sender:
+            sender.stop()
+        if role:
+            stop_process(role)
+        stop_process(proxy)
+
+
+# ----------------------------------------------------------------------------------------------
+# one proxy per data dir
+# ----------------------------------------------------------------------------------------------
+
+def test_second_proxy_refuses_and_first_keeps_serving(bus_process, settings, artoo_env):
+    second = subprocess.run([sys.executable, "-m", "services.bus"], cwd=REPO, timeout=30,
+                            env={**os.environ, "ARTOO_CAPTURE": "0"}, capture_output=True,
+                            text=True)
+    assert second.returncode == 1
+    assert "another bus proxy" in second.stdout + second.stderr
+    wait_bus_ready(settings, timeout=5)
+    assert bus_process.poll() is None
+
+
+# ----------------------------------------------------------------------------------------------
+# CURVE on tcp
+# ----------------------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_tcp_endpoints_require_an_allowed_curve_key(artoo_env, monkeypatch, tmp_path):
+    for name in ("XSUB", "XPUB", "CONTROL"):
+        monkeypatch.setenv(f"ARTOO_BUS_{name}", f"tcp://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("ARTOO_CURVE_DIR", str(tmp_path / "curve"))
+    settings = load_settings()
+    settings.ensure_dirs()
+    curve.ensure_keys(settings)  # what `artoo up` does for a tcp configuration
+    proxy = start_process(["-m", "services.bus"], {"ARTOO_CAPTURE": "0"}, "bus")
+    clients = []
+    try:
+        wait_bus_ready(settings)
+        got = threading.Event()
+        listener = BusClient("metaval", settings=settings, heartbeat=False)
+        listener.on("EffectorStarted", lambda env, msg: got.set())
+        clients.append(listener.start())
+        talker = BusClient("spawner", settings=settings, heartbeat=False).start()
+        clients.append(talker)
+        talker.publish(build(EffectorStarted))
+        assert got.wait(10), "an allowed client's message did not arrive"
+        from services.bus import query_control
+        assert query_control(settings)["ok"] is True
+
+        # A stranger who even knows the server's public key is refused at the ZAP allow-list.
+        rogue_dir = tmp_path / "rogue"
+        rogue_dir.mkdir()
+        (rogue_dir / "server.key").write_bytes((settings.curve_dir / "server.key").read_bytes())
+        zmq.auth.create_certificates(rogue_dir, "client")
+        rogue = BusClient("user", settings=load_settings(curve_dir_override=str(rogue_dir)),
+                          heartbeat=False)
+        with pytest.raises(BusTimeout):
+            rogue.start(timeout=2)
+        # ... and so is a client without CURVE at all.
+        ctx = zmq.Context()
+        plain = ctx.socket(zmq.SUB)
+        plain.setsockopt(zmq.SUBSCRIBE, b"")
+        plain.connect(settings.endpoint("xpub"))
+        assert plain.poll(1500) == 0  # heartbeats flow on the bus, none reach it
+        plain.close(0)
+        ctx.term()
+        assert proxy.poll() is None
+    finally:
+        for c in clients:
+            c.stop()
+        stop_process(proxy)
+
+
+def test_tcp_without_keys_fails_clearly(artoo_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("ARTOO_BUS_XSUB", f"tcp://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("ARTOO_CURVE_DIR", str(tmp_path / "none"))
+    client = BusClient("user", settings=load_settings(), heartbeat=False)
+    with pytest.raises(BusTimeout, match="CURVE keys"):
+        client.start(timeout=2)
