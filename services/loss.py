@@ -255,6 +255,14 @@ def failure_class_of(P: float, p: GgsParams, any_failure: bool = True) -> str:
     return "mixed"
 
 
+_ACTION_TEXT = {
+    "change_path": "(environmental): keep the approach, change the target or path.",
+    "break_symmetry": "(logical): stuck with a wrong approach; use a novel tool class.",
+    "refine": "(environmental): the approach is sound; tighten its parameters.",
+    "change_approach": "(logical): the approach is wrong; switch method.",
+}
+
+
 @dataclass(frozen=True)
 class Decision:
     directive: str            # the macro-state after overrides
@@ -285,18 +293,11 @@ def decide(D: float, P: float, omega: float, grad: float, p: GgsParams, *,
         text = (f"D={D:.3f} ≤ δ={p.delta}, but the meta-validator rejected task-level criteria, "
                 f"so the result is not delivered as a success. ")
     if directive in ACTION_STATES:
-        text += {
-            "change_path": f"|∇L|={abs(grad):.3f} < ε={e} (no directional signal) and "
-                           f"P={P:.3f} ≤ ρ={p.rho} (environmental): keep the approach, change the "
-                           f"target or path.",
-            "break_symmetry": f"|∇L|={abs(grad):.3f} < ε={e} (no directional signal) and "
-                              f"P={P:.3f} > ρ={p.rho} (logical): stuck with a wrong approach; use "
-                              f"a novel tool class.",
-            "refine": f"|∇L|={abs(grad):.3f} ≥ ε={e} (∇L={g}) and P={P:.3f} ≤ ρ={p.rho} "
-                      f"(environmental): the approach is sound; tighten its parameters.",
-            "change_approach": f"|∇L|={abs(grad):.3f} ≥ ε={e} (∇L={g}) and P={P:.3f} > "
-                               f"ρ={p.rho} (logical): the approach is wrong; switch method.",
-        }[directive]
+        signal = "≥" if abs(grad) >= e else "<"
+        why = (f"(∇L={g})" if signal == "≥" else "(no directional signal)")
+        kind = "> ρ" if P > p.rho else "≤ ρ"
+        text += (f"|∇L|={abs(grad):.3f} {signal} ε={e} {why} and P={P:.3f} {kind}={p.rho} "
+                 + _ACTION_TEXT[directive])
         if streak >= p.kill_threshold:
             directive, reason = "abandon", "kill_switch"
             text = (f"Law 2 kill switch: ∇L ≥ ε={e} on {streak} consecutive rounds "
