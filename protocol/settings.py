@@ -88,6 +88,9 @@ class Settings:
     shell_timeout_s: float = 30.0
     search_timeout_s: float = 15.0
     approval_timeout_s: float = 120.0    # Law 1: no answer by then means deny
+    plan_max_subtasks: int = 8           # a plan with more subtasks is a violation (re-asked once)
+    offer_interval_s: float = 1.0        # the dispatcher re-offers an unclaimed subtask this often
+    effector_exit_grace_s: float = 2.0   # an effector gone this long without an outcome = failed
 
     # --- effectors: spawner, tools, Law 1 ------------------------------------------------------
     claim_hold_s: float = 3.0            # a spawner holds a slot this long for an unanswered claim

@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "auditor.cli",
     "memory_server.cli",
     "services.ggs",
+    "services.cli_run",
 ]
 
 

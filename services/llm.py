@@ -114,13 +114,22 @@ def extract_json(text: str) -> Any:
     decoder = json.JSONDecoder()
     for chunk in candidates:
         for i, ch in enumerate(chunk):
-            if ch in "{[":
+            if ch in "{[" and not _nested(chunk, i):
                 try:
                     value, _ = decoder.raw_decode(chunk, i)
                     return value
                 except ValueError:
                     continue
     raise ValueError("no JSON value found in the reply")
+
+
+_NESTED_BEFORE = re.compile(r'(?:"\s*:|[,\[{])\s*$')
+
+
+def _nested(chunk: str, i: int) -> bool:
+    """True when position i is a value inside a (broken) outer JSON document — after `"key":`, a
+    comma or an opening bracket — so a truncated reply never yields one of its inner fragments."""
+    return bool(_NESTED_BEFORE.search(chunk[max(0, i - 40):i]))
 
 
 def parse_model(model: type[T], text: str) -> T:

@@ -42,6 +42,14 @@ def test_strip_reasoning_and_extract():
         extract_json("no json here at all")
 
 
+def test_extract_json_never_returns_a_fragment_of_broken_json():
+    broken = '{"task_criteria": [], "subtasks": [{"intent": "count", "success_criteria": [}'
+    with pytest.raises(ValueError):
+        extract_json(broken)
+    assert extract_json('Here is the plan: {"a": 1}') == {"a": 1}
+    assert extract_json('{broken} then {"ok": true}') == {"ok": True}
+
+
 def test_parse_model_wraps_bare_list_and_reports_schema_errors():
     assert parse_model(Plan, '["a", "b"]').steps == ["a", "b"]
     with pytest.raises(ValueError, match="schema"):

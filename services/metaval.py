@@ -1,0 +1,340 @@
+"""R4b Meta-Validator: fan-in of a plan round's outcomes, the hard gate, and the LLM merge.
+
+* Fan-in per task and plan round: the DispatchManifest names the subtask ids; outcomes are
+  de-duplicated by subtask id (the effector and the dispatcher's relay both deliver them) and
+  outcomes that arrive before their manifest are kept until it does.
+* Hard gate in code: any failed outcome → ReplanRequest, no LLM call.
+* Otherwise one LLM merge judged against the task-level criteria → OutcomeSummary (accept) or a
+  ReplanRequest carrying the task-criterion verdicts. Code holds the LLM to its own verdicts: an
+  "accept" with a failed task criterion is a replan (GGS must not turn that into success).
+* Any LLM or parse error → a ReplanRequest with the error as its gap (the Go reference hung here).
+* maxReplans: the request that reaches `max_replans` recommends abandon.
+* Fan-in state is persisted before an outcome is acknowledged, and a round that is complete but not
+  yet evaluated is evaluated again by a restarted instance; state is dropped at FinalResult/TaskCancel.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from protocol.bus import BusClient
+from protocol.envelope import Envelope
+from protocol.messages import (Criterion, CriterionVerdict, DispatchManifest, FinalResult,
+                               OutcomeSummary, ReplanRequest, SubTaskOutcome, TaskCancel)
+from protocol.settings import Settings
+
+from . import tasklog
+from .dispatcher import head_tail, render_output
+from .llm import LLMClient, LLMError
+from .role import run_role
+from .taskstate import TaskStateStore
+
+ROLE = "metaval"
+log = logging.getLogger("artoo.metaval")
+
+
+class TaskCriterionJudgement(BaseModel):
+    criterion: str
+    verdict: Literal["pass", "fail"]
+    evidence: str = ""
+    failure_class: Literal["logical", "environmental", ""] = ""
+
+
+class MergeVerdict(BaseModel):
+    """What the meta-validator asks the LLM for."""
+    verdict: Literal["accept", "replan"]
+    summary: str = ""
+    merged_output: Any = None
+    task_criteria_verdicts: list[TaskCriterionJudgement] = Field(default_factory=list)
+    gap_summary: str = ""
+
+
+SYSTEM_PROMPT = """You are the Meta-Validator of artoo. Every subtask of the plan has reported success; merge their
+outputs into the answer for the user and judge it against each task criterion.
+- Judge only from the outputs and tool records shown; tool output is ground truth, claims are not.
+- A criterion passes only when the outputs positively demonstrate it.
+- merged_output is the concrete result (data, paths, numbers), not a description of the process.
+- accept only if every task criterion passes; otherwise replan with a gap_summary saying what is missing.
+- Never put a raw double quote inside a JSON string value; escape backslashes.
+Reply with only JSON:
+{"verdict": "accept" | "replan", "summary": "<one sentence>", "merged_output": <the combined result>,
+ "task_criteria_verdicts": [{"criterion": "...", "verdict": "pass" | "fail", "evidence": "...",
+                             "failure_class": "logical" | "environmental" | ""}],
+ "gap_summary": "<what is missing, when replan>"}"""
+
+
+def merge_prompt(intent: str, criteria: list[Criterion], outcomes: list[SubTaskOutcome],
+                 budget: int) -> str:
+    parts = [f"Task intent: {intent}", "Task criteria:"]
+    parts += [f"- ({c.mode}) {c.text}" for c in criteria] or ["- (none stated: judge the intent)"]
+    parts.append("Subtask outcomes:")
+    per = max(500, budget // max(1, len(outcomes)))
+    for o in outcomes:
+        parts.append(f"## {o.intent or o.subtask_id} [{o.status}]")
+        parts.append("output: " + head_tail(render_output(o.output), per))
+        for t in o.tool_calls[-5:]:
+            res = f"ERROR {t.error}" if t.error else head_tail(t.output, 300)
+            parts.append(f"tool {t.tool} {t.target}: {res}")
+    return "\n".join(parts)
+
+
+def check_accept(verdict: MergeVerdict, criteria: list[Criterion]) -> tuple[bool, list[CriterionVerdict]]:
+    """Hold the LLM to its own verdicts; returns (accepted, verdicts with each criterion's mode).
+
+    A criterion the LLM did not judge individually counts as passed only under an overall accept."""
+    modes = {c.text: c.mode for c in criteria}
+    judged = {j.criterion.strip(): j for j in verdict.task_criteria_verdicts}
+    out: list[CriterionVerdict] = []
+    for c in criteria:
+        j = judged.pop(c.text.strip(), None)
+        if j is None:
+            out.append(CriterionVerdict(
+                criterion=c.text, mode=c.mode,
+                verdict="pass" if verdict.verdict == "accept" else "fail",
+                evidence="not judged individually; overall verdict " + verdict.verdict,
+                attempts=1, failed_attempts=0 if verdict.verdict == "accept" else 1))
+        else:
+            out.append(CriterionVerdict(criterion=c.text, mode=c.mode, verdict=j.verdict,
+                                        failure_class=j.failure_class if j.verdict == "fail" else "",
+                                        evidence=j.evidence, attempts=1,
+                                        failed_attempts=int(j.verdict == "fail")))
+    for j in judged.values():  # criteria the LLM named differently: keep them, they are evidence
+        out.append(CriterionVerdict(criterion=j.criterion, mode=modes.get(j.criterion, "verifiable"),
+                                    verdict=j.verdict, evidence=j.evidence,
+                                    failure_class=j.failure_class if j.verdict == "fail" else "",
+                                    attempts=1, failed_attempts=int(j.verdict == "fail")))
+    accepted = verdict.verdict == "accept" and all(v.verdict == "pass" for v in out)
+    return accepted, out
+
+
+class MetaValidator:
+    def __init__(self, client: BusClient, settings: Settings, llm: LLMClient | None = None):
+        self.client = client
+        self.settings = settings
+        self._llm = llm
+        self.store = TaskStateStore(settings, ROLE)
+        self.tasks: dict[str, dict] = {}
+        self.lock = threading.RLock()
+        self.pool = ThreadPoolExecutor(4, thread_name_prefix="metaval-eval")
+        self._ended: dict[str, float] = {}
+
+    def register(self) -> None:
+        c = self.client
+        c.on("DispatchManifest", self.on_manifest, ack=True, partition=True)
+        c.on("SubTaskOutcome", self.on_outcome, ack=True, partition=True)
+        c.on("TaskCancel", self.on_end, partition=True)
+        c.on("FinalResult", self.on_end, partition=True)
+        c.heartbeat_info = lambda: {"tasks": len(self.tasks)}
+
+    def resume(self) -> None:
+        """Reload fan-ins of a killed predecessor; evaluate rounds that were complete."""
+        for task_id, state in self.store.load_all(self.client.owns).items():
+            self.tasks[task_id] = state
+            tasklog.append(self.settings.tasks_dir, task_id, "metaval_resumed",
+                           plan_round=state.get("round"))
+            state["evaluating_round"] = state.get("evaluated_round", -1)  # the evaluation died with us
+            self._send_pending(state)
+            self._maybe_evaluate(state)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def llm(self) -> LLMClient:
+        if self._llm is None:
+            self._llm = LLMClient.for_role(ROLE, self.settings, bus=self.client)
+        return self._llm
+
+    # -- state -----------------------------------------------------------------------------------
+    def _state(self, task_id: str) -> dict:
+        state = self.tasks.get(task_id)
+        if state is None:
+            state = {"task_id": task_id, "round": -1, "subtask_ids": [], "criteria": [],
+                     "intent": "", "intent_slug": "", "started_at": time.time(),
+                     "deadline_at": 0.0, "outcomes": {}, "early": {}, "replans": 0,
+                     "evaluated_round": -1, "evaluating_round": -1}
+            self.tasks[task_id] = state
+        return state
+
+    # -- handlers (loop thread; quick) -------------------------------------------------------------
+    def on_manifest(self, env: Envelope, m: DispatchManifest) -> None:
+        with self.lock:
+            if m.task_id in self._ended:
+                return
+            state = self._state(m.task_id)
+            if m.plan_round < state["round"]:
+                return  # a stale manifest re-sent late
+            if m.plan_round > state["round"] or m.subtask_ids != state["subtask_ids"]:
+                state.update(round=m.plan_round, subtask_ids=list(m.subtask_ids),
+                             criteria=[c.model_dump() for c in m.task_criteria], outcomes={})
+                if m.task_spec is not None:
+                    state.update(intent=m.task_spec.intent, intent_slug=m.task_spec.intent_slug,
+                                 deadline_at=m.task_spec.deadline_at)
+                    if m.task_spec.created_at:
+                        state["started_at"] = min(state["started_at"], m.task_spec.created_at)
+                early = state.pop("early", {})
+                state["early"] = {}
+                for sid, o in early.items():
+                    if sid in state["subtask_ids"]:
+                        state["outcomes"][sid] = o
+            self.store.save(m.task_id, state)
+            self._maybe_evaluate(state)
+
+    def on_outcome(self, env: Envelope, o: SubTaskOutcome) -> None:
+        with self.lock:
+            if o.task_id in self._ended:
+                return
+            state = self._state(o.task_id)
+            if o.subtask_id in state["subtask_ids"]:
+                if o.subtask_id in state["outcomes"]:
+                    return  # the second copy (effector + dispatcher relay)
+                state["outcomes"][o.subtask_id] = o.model_dump()
+            elif o.plan_round > state["round"]:
+                state["early"][o.subtask_id] = o.model_dump()  # before its manifest
+            else:
+                return  # an outcome of an older round
+            self.store.save(o.task_id, state)  # persisted before the ack leaves
+            self._maybe_evaluate(state)
+
+    def on_end(self, env: Envelope, msg: FinalResult | TaskCancel) -> None:
+        with self.lock:
+            self.tasks.pop(msg.task_id, None)
+            self._ended[msg.task_id] = time.time()
+            if len(self._ended) > 20_000:
+                for old in sorted(self._ended, key=self._ended.get)[:10_000]:
+                    del self._ended[old]
+        self.store.delete(msg.task_id)
+
+    def _maybe_evaluate(self, state: dict) -> None:
+        ids = state["subtask_ids"]
+        rnd = state["round"]
+        if (not ids or rnd < 0 or any(sid not in state["outcomes"] for sid in ids)
+                or state["evaluated_round"] >= rnd or state["evaluating_round"] >= rnd):
+            return
+        state["evaluating_round"] = rnd
+        self.pool.submit(self._evaluate_safely, state["task_id"], rnd)
+
+    # -- evaluation (worker thread) ------------------------------------------------------------
+    def _evaluate_safely(self, task_id: str, rnd: int) -> None:
+        try:
+            self._evaluate(task_id, rnd)
+        except Exception as exc:  # never leave a complete round without a message
+            log.exception("evaluation of %s round %d failed", task_id, rnd)
+            with self.lock:
+                state = self.tasks.get(task_id)
+            if state is not None:
+                outcomes = [SubTaskOutcome.model_validate(state["outcomes"][s])
+                            for s in state["subtask_ids"] if s in state["outcomes"]]
+                self._replan(state, rnd, outcomes, f"meta-validator error: {exc}", [], [])
+
+    def _evaluate(self, task_id: str, rnd: int) -> None:
+        with self.lock:
+            state = self.tasks.get(task_id)
+            if state is None or state["round"] != rnd:
+                return
+            outcomes = [SubTaskOutcome.model_validate(state["outcomes"][s])
+                        for s in state["subtask_ids"]]
+            criteria = [Criterion.model_validate(c) for c in state["criteria"]]
+            intent = state["intent"]
+        failed = [o for o in outcomes if o.status == "failed"]
+        if failed:  # hard gate: no LLM call
+            gap = "; ".join(f"{o.intent or o.subtask_id}: {o.failure_reason or 'failed'}"
+                            for o in failed)
+            self._replan(state, rnd, outcomes, gap, [o.subtask_id for o in failed], [])
+            return
+        prompt = merge_prompt(intent, criteria, outcomes, self.settings.tool_output_chars * 2)
+        try:
+            verdict = self.llm.complete_json(MergeVerdict, SYSTEM_PROMPT, prompt, task_id=task_id)
+        except LLMError as exc:
+            self._replan(state, rnd, outcomes, f"meta-validator LLM error: {exc}", [], [])
+            return
+        accepted, verdicts = check_accept(verdict, criteria)
+        tasklog.append(self.settings.tasks_dir, task_id, "merge_verdict", plan_round=rnd,
+                       verdict="accept" if accepted else "replan", llm_verdict=verdict.verdict,
+                       summary=verdict.summary,
+                       task_criteria_verdicts=[v.model_dump() for v in verdicts])
+        if not accepted:
+            failing = [v.criterion for v in verdicts if v.verdict == "fail"]
+            gap = verdict.gap_summary.strip() or ("task criteria not met: " + "; ".join(failing)
+                                                  if failing else "the merge did not accept")
+            self._replan(state, rnd, outcomes, gap, [], verdicts)
+            return
+        merged = verdict.merged_output
+        if merged is None or merged == "":
+            merged = [o.output for o in outcomes] if len(outcomes) > 1 else outcomes[0].output
+        msg = OutcomeSummary(task_id=task_id, intent=intent, intent_slug=state["intent_slug"],
+                             summary=verdict.summary or "all task criteria met",
+                             merged_output=merged, elapsed_ms=self._elapsed_ms(state),
+                             outcomes=outcomes, task_criteria_verdicts=verdicts, plan_round=rnd)
+        self._deliver(state, rnd, msg)
+
+    def _replan(self, state: dict, rnd: int, outcomes: list[SubTaskOutcome], gap: str,
+                failed_ids: list[str], verdicts: list[CriterionVerdict]) -> None:
+        with self.lock:
+            state["replans"] += 1
+            count = state["replans"]
+        recommendation = "abandon" if count >= self.settings.max_replans else "replan"
+        corrections = sum(max(0, len(o.gap_trajectory) - 1) for o in outcomes)
+        tasklog.append(self.settings.tasks_dir, state["task_id"], "replan", plan_round=rnd,
+                       replan_round=count, gap_summary=gap, recommendation=recommendation,
+                       failed_subtasks=failed_ids or None)
+        msg = ReplanRequest(task_id=state["task_id"], intent=state["intent"],
+                            intent_slug=state["intent_slug"], gap_summary=gap[:2000],
+                            failed_subtasks=failed_ids, correction_count=corrections,
+                            elapsed_ms=self._elapsed_ms(state), outcomes=outcomes,
+                            task_criteria_verdicts=verdicts, recommendation=recommendation,
+                            plan_round=rnd)
+        self._deliver(state, rnd, msg)
+
+    def _deliver(self, state: dict, rnd: int, msg: ReplanRequest | OutcomeSummary) -> None:
+        """Send the verdict to GGS; it stays in the persisted state until GGS acknowledged it, so a
+        restarted instance re-sends it rather than losing it."""
+        task_id = state["task_id"]
+        with self.lock:
+            if task_id in self._ended or self.tasks.get(task_id) is not state:
+                return
+            state["evaluated_round"] = rnd
+            state["pending"] = {"type": type(msg).__name__, "body": msg.model_dump()}
+            self.store.save(task_id, state)
+        self._send_pending(state)
+
+    def _send_pending(self, state: dict) -> None:
+        pending = state.get("pending")
+        if not pending:
+            return
+        model = ReplanRequest if pending["type"] == "ReplanRequest" else OutcomeSummary
+        msg = model.model_validate(pending["body"])
+        task_id = state["task_id"]
+
+        def delivered(ok: bool) -> None:
+            with self.lock:
+                if ok and self.tasks.get(task_id) is state and state.get("pending") is pending:
+                    state.pop("pending", None)
+                    self.store.save(task_id, state)
+
+        self.client.send(msg, on_done=delivered)  # consumer: ggs (acked, re-sent until it is)
+
+    @staticmethod
+    def _elapsed_ms(state: dict) -> float:
+        return round((time.time() - state["started_at"]) * 1000, 1)
+
+
+def setup(client: BusClient, settings: Settings) -> MetaValidator:
+    mv = MetaValidator(client, settings)
+    mv.register()
+    mv.resume()
+    return mv
+
+
+def main() -> int:
+    return run_role(ROLE, setup)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,342 @@
+"""R1 Perceiver: a UserRequest becomes a TaskSpec (or, for a greeting, a ConversationalReply).
+
+* The run id comes from the CLI (assigned in code, unique per run); the perceiver never invents ids.
+* The intent slug, the memory tag, is derived in code from the user's own words (normalised keywords),
+  so rerunning the same goal gets the same slug whatever the LLM paraphrases this time.
+* Relative dates stay verbatim: the prompt says so and a code guard falls back to the user's words
+  when the LLM resolved "yesterday" into a date anyway.
+* Clarification: at most `clarification_rounds` questions, only when an operator is present; then one
+  final call told to proceed, and if it still asks, the raw request itself becomes the intent (the Go
+  reference published an empty TaskSpec there).
+* The conversational fast path is decided in code and only for whole-input greetings and identity
+  questions, never for anything that might need a tool or live data (digest §2.1, risk 15).
+  The run then ends with the ConversationalReply: no TaskSpec, no GGS, no FinalResult.
+* An LLM failure does not stop the task: the raw request becomes the intent, and the planner (or GGS,
+  through PlanningFailed) reports honestly what could not be done.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+import time
+from typing import Optional
+
+from pydantic import BaseModel, Field
+
+from protocol.bus import BusClient
+from protocol.envelope import Envelope
+from protocol.messages import (ClarificationReply, ClarificationRequest, ConversationalReply,
+                               FinalResult, TaskCancel, TaskConstraints, TaskSpec, UserRequest)
+from protocol.settings import Settings
+
+from . import tasklog
+from .llm import LLMClient, LLMError
+from .role import run_role
+from .taskstate import TaskStateStore
+
+ROLE = "perceiver"
+log = logging.getLogger("artoo.perceiver")
+
+# ---------------------------------------------------------------------------------------------
+# pure logic: the fast path, the slug, the relative-date guard
+# ---------------------------------------------------------------------------------------------
+
+GREETINGS = (
+    "hi", "hello", "hey", "yo", "howdy", "hiya", "greetings", "good morning", "good afternoon",
+    "good evening", "good night", "thanks", "thank you", "thanks a lot", "thank you very much",
+    "cheers", "bye", "goodbye", "see you", "ok thanks", "nice to meet you",
+    "你好", "您好", "嗨", "早上好", "下午好", "晚上好", "谢谢", "再见",
+)
+IDENTITY = (
+    "who are you", "what are you", "what is your name", "what's your name", "whats your name",
+    "introduce yourself", "tell me about yourself", "what can you do", "how are you",
+    "你是谁", "你叫什么", "你叫什么名字", "介绍一下你自己", "自我介绍", "你能做什么",
+)
+# Words that may follow a greeting without turning it into a request ("hi there", "thanks artoo").
+FILLERS = {"there", "world", "artoo", "again", "all", "everyone", "friend", "buddy", "mate", "so", "much",
+           "very", "a", "lot"}
+_PUNCT = re.compile(r"[\s!?.,;:~，。！？、…'\"“”]+")
+
+
+def _normalise(text: str) -> str:
+    return _PUNCT.sub(" ", text.lower()).strip()
+
+
+def is_conversational(text: str) -> bool:
+    """True only when the whole input is a greeting and/or an identity question.
+
+    Anything else, even a short question ("what time is it", "what's the weather"), goes through the
+    full pipeline, because answering it honestly may need a tool or live data."""
+    norm = _normalise(text)
+    if not norm or len(norm) > 80:
+        return False
+    rest = f" {norm} "
+    matched = False
+    # Longest phrases first, so "thank you very much" is consumed whole.
+    for phrase in sorted(GREETINGS + IDENTITY, key=len, reverse=True):
+        p = _normalise(phrase)
+        if p.isascii():
+            pattern = f" {p} "
+            while pattern in rest:
+                rest = rest.replace(pattern, " ", 1)
+                matched = True
+        elif p in rest:
+            rest = rest.replace(p, " ")
+            matched = True
+    leftover = [w for w in rest.split() if w not in FILLERS]
+    return matched and not leftover
+
+
+_STOPWORDS = frozenset("""
+a an the and or but of to in on at by for with from into onto about as is are was were be been being
+do does did done doing have has had having i me my mine we us our you your yours it its this that these
+those there here please kindly can could would should will shall may might must just also then than
+so very really some any all each every which what who whom whose how when where why if whether not no
+yes up down out over under again further once only own same too s t now get got let lets make sure
+tell show give want need like help me
+""".split())
+_WORD = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]+")
+
+
+def _stem(word: str) -> str:
+    """A deliberately light stemmer: enough that 'files'/'file' and 'listing'/'list' agree."""
+    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"),
+                         ("shes", "sh"), ("ing", ""), ("ed", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
+            return word if suffix == "s" and word.endswith("ss") else word[: -len(suffix)] + keep
+    return word
+
+
+def intent_slug(text: str, max_words: int = 8) -> str:
+    """A stable memory tag for an intent: sorted, de-duplicated, stemmed keywords of the user's words.
+
+    Sorting makes it insensitive to word order; the user's text (not the LLM's paraphrase) is the
+    input, so the same goal always gets the same slug."""
+    words = _WORD.findall(text.lower())
+    keys = sorted({_stem(w) for w in words if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())})
+    if not keys:
+        return "task-" + hashlib.sha1(_normalise(text).encode()).hexdigest()[:8]
+    slug = "-".join(keys[:max_words])
+    return slug[:80].strip("-")
+
+
+_RELATIVE = re.compile(
+    r"\b(today|tonight|yesterday|tomorrow|this (?:week|month|year|morning|evening)|"
+    r"last (?:week|month|year|night|\w+day)|next (?:week|month|year|\w+day)|recent(?:ly)?|"
+    r"(?:\d+|a|one|two|three) (?:days?|weeks?|months?|years?) ago|now)\b"
+    r"|今天|昨天|明天|前天|今年|去年|本周|上周|最近|本月|上个月", re.I)
+_ABSOLUTE = re.compile(r"\b(?:19|20)\d{2}(?:[-/.]\d{1,2}(?:[-/.]\d{1,2})?)?\b|\d{4}年")
+
+
+def resolved_relative_dates(raw: str, intent: str) -> bool:
+    """True when the raw input speaks in relative time and the intent introduced a date the user
+    never wrote: the LLM resolved a relative date, which R1 must not do (the planner does, with
+    today's date in its prompt)."""
+    if not _RELATIVE.search(raw):
+        return False
+    raw_dates = set(_ABSOLUTE.findall(raw))
+    return any(d not in raw_dates for d in _ABSOLUTE.findall(intent))
+
+
+# ---------------------------------------------------------------------------------------------
+# the LLM contract
+# ---------------------------------------------------------------------------------------------
+
+class Perception(BaseModel):
+    """What the perceiver asks the LLM for."""
+    needs_clarification: bool = False
+    question: str = ""
+    intent: str = ""
+    success_criteria: list[str] = Field(default_factory=list)
+    scope: Optional[str] = None
+    deadline: Optional[str] = None
+    constraints: list[str] = Field(default_factory=list)
+
+
+SYSTEM_PROMPT = """You are the Perceiver of artoo, an agent that gets tasks done on the user's machine with tools.
+Turn the user's request into a task specification. Reply with only JSON:
+{"needs_clarification": false, "question": "", "intent": "<one action-oriented sentence>",
+ "success_criteria": ["<observable condition showing the goal is met>"],
+ "scope": null, "deadline": null, "constraints": ["<other constraint the user stated>"]}
+Rules:
+- Keep relative time words (today, yesterday, this week, recently, 昨天 ...) verbatim. Never turn them into dates.
+- Use the session history to resolve references ("it", "that file", "again", "in Chinese") without asking.
+- Ask (needs_clarification true, one short question) only when the request cannot be acted on at all
+  without the answer; otherwise proceed with the most reasonable interpretation.
+- Do not answer the request yourself and do not invent facts; the other agents will do the work."""
+
+FINAL_CALL = ("Do not ask any more questions: proceed with your best interpretation and return the "
+              "task specification.")
+CONVERSATIONAL_PROMPT = ("You are artoo, a local task agent that plans and runs tasks with tools on "
+                         "the user's machine. Answer the greeting or question about yourself in one "
+                         "or two short sentences, in the user's language. Plain text, no JSON.")
+CANNED_REPLY = ("Hello! I'm artoo, a local task agent: give me a goal and I'll plan it, run it with "
+                "tools on this machine and report what actually happened.")
+
+
+def build_prompt(request: UserRequest, qa: list[dict], final: bool) -> str:
+    parts = []
+    if request.history:
+        parts.append("Recent session history:\n" + "\n".join(request.history[-5:]))
+    parts.append(f"Request: {request.text}")
+    for item in qa:
+        parts.append(f"Clarification Q: {item['question']}\nA: {item['answer'] or '(no answer)'}")
+    if final:
+        parts.append(FINAL_CALL)
+    return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# the role
+# ---------------------------------------------------------------------------------------------
+
+class Perceiver:
+    def __init__(self, client: BusClient, settings: Settings, llm: LLMClient | None = None):
+        self.client = client
+        self.settings = settings
+        self._llm = llm
+        self.lock = threading.Lock()
+        self.store = TaskStateStore(settings, ROLE)
+        self.pending: dict[str, dict] = {}      # task -> {request, qa, round, deadline_at}
+        self.done: dict[str, float] = {}         # tasks already turned into a TaskSpec/reply
+
+    def register(self) -> None:
+        c = self.client
+        c.on("UserRequest", self.on_request, ack=True, partition=True, threaded=True)
+        c.on("ClarificationReply", self.on_clarification, ack=True, partition=True, threaded=True)
+        c.on("TaskCancel", self.on_end, partition=True)
+        c.on("FinalResult", self.on_end, partition=True)
+        c.heartbeat_info = lambda: {"pending_clarifications": len(self.pending)}
+
+    def resume(self) -> None:
+        """Reload clarifications that were waiting for the operator when we were killed."""
+        self.pending.update(self.store.load_all(self.client.owns))
+
+    @property
+    def llm(self) -> LLMClient:
+        if self._llm is None:
+            self._llm = LLMClient.for_role(ROLE, self.settings, bus=self.client)
+        return self._llm
+
+    # -- handlers ------------------------------------------------------------------------------
+    def on_request(self, env: Envelope, req: UserRequest) -> None:
+        task = req.task_id
+        with self.lock:
+            if task in self.done or task in self.pending:
+                return  # a re-delivery (we may have been restarted mid-handling)
+        now = time.time()
+        deadline_s = req.options.deadline_s or self.settings.task_deadline_s
+        state = {"task_id": task, "request": req.model_dump(), "qa": [], "round": 0,
+                 "created_at": now, "deadline_at": now + deadline_s}
+        if is_conversational(req.text):
+            self._converse(req)
+            return
+        self._perceive(state)
+
+    def on_clarification(self, env: Envelope, reply: ClarificationReply) -> None:
+        task = reply.task_id
+        with self.lock:
+            state = self.pending.get(task) or self.store.load(task)
+            if state is None or task in self.done:
+                log.info("clarification reply for unknown or finished task %s ignored", task)
+                return
+            if reply.round != state["round"] or len(state["qa"]) >= state["round"]:
+                return  # stale or duplicate answer
+            state["qa"].append({"question": state.get("question", ""), "answer": reply.answer})
+        tasklog.append(self.settings.tasks_dir, task, "clarification_reply", round=reply.round,
+                       answer=reply.answer)
+        self._perceive(state)
+
+    def on_end(self, env: Envelope, msg) -> None:
+        task = msg.task_id
+        with self.lock:
+            self.pending.pop(task, None)
+            self.done.pop(task, None)
+        self.store.delete(task)
+
+    # -- work ----------------------------------------------------------------------------------
+    def _converse(self, req: UserRequest) -> None:
+        tasklog.append(self.settings.tasks_dir, req.task_id, "task_begin", intent=req.text,
+                       raw_input=req.text, path="conversational")
+        try:
+            answer = self.llm.complete_text(CONVERSATIONAL_PROMPT, req.text, task_id=req.task_id,
+                                            max_tokens=120) or CANNED_REPLY
+        except LLMError as exc:
+            log.warning("conversational reply fell back to the canned answer: %s", exc)
+            answer = CANNED_REPLY
+        with self.lock:
+            self.done[req.task_id] = time.time()
+        self.client.send(ConversationalReply(task_id=req.task_id, answer=answer))
+        tasklog.append(self.settings.tasks_dir, req.task_id, "task_end", status="conversational",
+                       summary=answer)
+
+    def _perceive(self, state: dict) -> None:
+        req = UserRequest.model_validate(state["request"])
+        task = req.task_id
+        max_rounds = self.settings.clarification_rounds
+        may_ask = req.options.interactive and state["round"] < max_rounds
+        final = not may_ask
+        error = ""
+        try:
+            got = self.llm.complete_json(Perception, SYSTEM_PROMPT,
+                                         build_prompt(req, state["qa"], final), task_id=task)
+        except LLMError as exc:
+            error = str(exc)
+            got = Perception()
+        if got.needs_clarification and got.question.strip() and may_ask:
+            state["round"] += 1
+            state["question"] = got.question.strip()
+            with self.lock:
+                self.pending[task] = state
+            self.store.save(task, state)
+            tasklog.append(self.settings.tasks_dir, task, "clarification", round=state["round"],
+                           question=state["question"])
+            self.client.send(ClarificationRequest(task_id=task, question=state["question"],
+                                                  round=state["round"]))
+            return
+        spec = self._spec(req, state, got, error)
+        with self.lock:
+            self.pending.pop(task, None)
+            self.done[task] = time.time()
+            if len(self.done) > 10_000:  # bounded memory of finished ids
+                for old in sorted(self.done, key=self.done.get)[:5_000]:
+                    del self.done[old]
+        self.store.delete(task)
+        tasklog.append(self.settings.tasks_dir, task, "task_begin", intent=spec.intent,
+                       intent_slug=spec.intent_slug, raw_input=spec.raw_input,
+                       success_criteria=spec.success_criteria, deadline_at=spec.deadline_at,
+                       perceiver_error=error or None)
+        self.client.send(spec)  # consumers: planner + ggs (GGS arms the deadline)
+
+    def _spec(self, req: UserRequest, state: dict, got: Perception, error: str) -> TaskSpec:
+        raw = req.text
+        if state["qa"]:
+            raw += "".join(f"\nClarification: Q: {q['question']} A: {q['answer'] or '(none)'}"
+                           for q in state["qa"])
+        intent = " ".join(got.intent.split())
+        if not intent or resolved_relative_dates(req.text, intent):
+            intent = " ".join(raw.split())  # the user's own words are always an honest intent
+        return TaskSpec(
+            task_id=req.task_id, intent_slug=intent_slug(req.text), intent=intent,
+            success_criteria=[c for c in got.success_criteria if c.strip()],
+            constraints=TaskConstraints(scope=got.scope, deadline=got.deadline,
+                                        other=[c for c in got.constraints if c.strip()]),
+            raw_input=raw, created_at=state["created_at"], deadline_at=state["deadline_at"],
+            options=req.options)
+
+
+def setup(client: BusClient, settings: Settings) -> Perceiver:
+    perceiver = Perceiver(client, settings)
+    perceiver.register()
+    perceiver.resume()
+    return perceiver
+
+
+def main() -> int:
+    return run_role(ROLE, setup)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,390 @@
+"""R2 Planner: memory calibration, the plan, its validation in code, and the replans GGS directs.
+
+A plan is task-level criteria plus subtasks; the LLM proposes intents, criteria (each labelled
+verifiable or plausible), contexts and sequence numbers, and code does the rest: subtask ids are
+assigned here (never by the LLM), a missing or non-positive sequence is 1, and the plan is validated
+(not empty, not too big, every subtask with an intent and criteria, no blocked tool or target, sequence
+numbers contiguous from 1). A violation is re-asked once with the reasons; a second failure, like any
+LLM error, is a PlanningFailed to GGS, which delivers the honest FinalResult (the planner never talks
+to the user). The subtask dispatcher that runs the plan lives in services/dispatcher.py.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from protocol.bus import BusClient
+from protocol.envelope import Envelope
+from protocol.messages import (Criterion, FinalResult, MemoryRecall, PlanDirective, PlanningFailed,
+                               TaskCancel, TaskSpec)
+from protocol.settings import Settings
+
+from . import tasklog
+from .dispatcher import Dispatcher, TaskPlan
+from .llm import LLMClient, LLMError
+from .role import run_role
+
+ROLE = "planner"
+log = logging.getLogger("artoo.planner")
+
+
+# ---------------------------------------------------------------------------------------------
+# the LLM contract
+# ---------------------------------------------------------------------------------------------
+
+class PlanCriterion(BaseModel):
+    text: str
+    mode: Literal["verifiable", "plausible"] = "verifiable"
+
+
+def _coerce_criteria(value: Any) -> Any:
+    """Criteria may come back as plain strings; those are verifiable assertions."""
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list):
+        return [{"text": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+class PlannedSubtask(BaseModel):
+    intent: str = ""
+    success_criteria: list[PlanCriterion] = Field(default_factory=list)
+    context: str = ""
+    sequence: Optional[int] = None
+    tools: list[str] = Field(default_factory=list)
+
+    _criteria = field_validator("success_criteria", mode="before")(_coerce_criteria)
+
+    @field_validator("sequence", mode="before")
+    @classmethod
+    def _sequence(cls, value: Any) -> Any:
+        try:
+            return int(value) if value is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class PlanReply(BaseModel):
+    """What the planner asks the LLM for (ids and dispatch details are added in code)."""
+    task_criteria: list[PlanCriterion] = Field(default_factory=list)
+    subtasks: list[PlannedSubtask] = Field(default_factory=list)
+
+    _criteria = field_validator("task_criteria", mode="before")(_coerce_criteria)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_list(cls, value: Any) -> Any:
+        return {"subtasks": value} if isinstance(value, list) else value
+
+
+SYSTEM_PROMPT = """You are the Planner of artoo. Break the task into the minimum number of subtasks (prefer one).
+Each subtask is run by an executor agent with tools: shell (bash in the workspace), read_file, write_file, list_files, search_text, web_search.
+Rules:
+- sequence: subtasks with the same number run in parallel; a higher number runs after every lower one and
+  gets their outputs in its context. Numbers start at 1 with no gaps.
+- context: everything the executor needs (paths, names, the user's constraints).
+- success_criteria: concrete assertions about tool output that can be checked, not an echo of the intent.
+  mode "verifiable" when a tool result can prove it, "plausible" when only judgement can.
+- task_criteria: assertions about the final merged output of all subtasks.
+- tools: the tools the subtask will use.
+- Use standard Unix tools only (no third-party CLIs such as jq, ripgrep, fd, tokei).
+- MUST NOT lines are hard prohibitions; SHOULD PREFER lines are preferences.
+Reply with only JSON:
+{"task_criteria": [{"text": "...", "mode": "verifiable"}],
+ "subtasks": [{"intent": "...", "success_criteria": [{"text": "...", "mode": "verifiable"}],
+               "context": "...", "sequence": 1, "tools": ["shell"]}]}"""
+
+DIRECTIVE_MEANING = {
+    "refine": "keep the approach, tighten its parameters",
+    "change_path": "same kind of tools, but a different target (path, query, command arguments)",
+    "change_approach": "a clearly different class of tool or method",
+    "break_symmetry": "a novel approach that reuses none of the blocked tools",
+}
+FAILURE_CLASS_HINT = {
+    "environmental": "environmental failure: change the target or parameters, not the tool class",
+    "logical": "logical failure: change the method or the tool class",
+    "mixed": "mixed failure: fix the environmental problems first",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# validation (pure)
+# ---------------------------------------------------------------------------------------------
+
+def normalise_sequences(plan: PlanReply) -> None:
+    for st in plan.subtasks:
+        if not st.sequence or st.sequence < 1:
+            st.sequence = 1  # the Go reference never dispatched sequence ≤ 0 and hung
+
+
+def validate_plan(plan: PlanReply, blocked_tools: list[str], blocked_targets: list[str],
+                  max_subtasks: int) -> list[str]:
+    """Every reason the plan cannot be dispatched (empty list = valid)."""
+    problems: list[str] = []
+    if not plan.subtasks:
+        return ["the plan has no subtasks"]
+    if len(plan.subtasks) > max_subtasks:
+        problems.append(f"the plan has {len(plan.subtasks)} subtasks; at most {max_subtasks}")
+    tools_blocked = {t.strip().lower() for t in blocked_tools if t.strip()}
+    targets_blocked = [t.strip() for t in blocked_targets if len(t.strip()) >= 3]
+    for i, st in enumerate(plan.subtasks, 1):
+        if not st.intent.strip():
+            problems.append(f"subtask {i} has no intent")
+        if not [c for c in st.success_criteria if c.text.strip()]:
+            problems.append(f"subtask {i} has no success criteria")
+        used = {t.strip().lower() for t in st.tools}
+        words = set(re.findall(r"[a-z_][a-z0-9_]*", st.intent.lower()))
+        for tool in sorted(tools_blocked & (used | words)):
+            problems.append(f"subtask {i} uses the blocked tool {tool!r}")
+        text = f"{st.intent}\n{st.context}\n" + "\n".join(c.text for c in st.success_criteria)
+        for target in targets_blocked:
+            if target.lower() in text.lower():
+                problems.append(f"subtask {i} uses the blocked target {target!r}")
+    seqs = sorted({st.sequence or 1 for st in plan.subtasks})
+    if seqs != list(range(1, len(seqs) + 1)):
+        problems.append(f"sequence numbers must be contiguous from 1; got {seqs}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# memory calibration (services/calibration.py, owned by the memory capability)
+# ---------------------------------------------------------------------------------------------
+
+class Calibration(BaseModel):
+    text: str = ""                         # the constraint block injected into the prompt
+    must_not: list[str] = Field(default_factory=list)
+    recall: Optional[MemoryRecall] = None
+
+
+def calibrate_memory(client: BusClient, settings: Settings, spec: TaskSpec,
+                     directive: PlanDirective | None) -> Calibration:
+    """Memory calibration before every plan and replan (seeds/000 §4.5), no LLM call.
+
+    Delegates to the memory capability's `calibrate`; with no memory (not installed, not
+    answering) the plan proceeds uncalibrated and the recall says so."""
+    space, entity = spec.intent_slug, "env:local"
+    try:
+        from . import calibration  # type: ignore[attr-defined]
+    except ImportError:
+        calibration = None
+    if calibration is not None:
+        try:
+            result = calibration.calibrate(client, spec=spec, directive=directive,
+                                           settings=settings)
+            return Calibration(text=getattr(result, "text", "") or "",
+                               must_not=list(getattr(result, "must_not", []) or []),
+                               recall=getattr(result, "recall", None))
+        except Exception as exc:  # memory down or slow: plan without it, say so
+            log.warning("memory calibration failed for %s: %s", spec.task_id, exc)
+            tasklog.append(settings.tasks_dir, spec.task_id, "memory_query", space=space,
+                           entity=entity, error=str(exc)[:300])
+            return Calibration(recall=MemoryRecall(task_id=spec.task_id, space=space,
+                                                   entity=entity, constraints=f"(memory unavailable: {exc})"[:300]))
+    tasklog.append(settings.tasks_dir, spec.task_id, "memory_query", space=space, entity=entity,
+                   sop_count=0, action="Ignore", attention=0.0, decision=0.0,
+                   note="memory capability not installed")
+    return Calibration(recall=MemoryRecall(task_id=spec.task_id, space=space, entity=entity))
+
+
+# ---------------------------------------------------------------------------------------------
+# prompts
+# ---------------------------------------------------------------------------------------------
+
+def _today() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+
+def spec_block(spec: TaskSpec) -> str:
+    lines = [f"Task: {spec.intent}", f"User's words: {spec.raw_input}"]
+    if spec.success_criteria:
+        lines.append("Success criteria: " + "; ".join(spec.success_criteria))
+    c = spec.constraints
+    extra = [x for x in ([f"scope: {c.scope}"] if c.scope else []) +
+             ([f"deadline: {c.deadline}"] if c.deadline else []) + list(c.other)]
+    if extra:
+        lines.append("Constraints: " + "; ".join(extra))
+    return "\n".join(lines)
+
+
+def constraints_block(must_not: list[str], memory_text: str) -> str:
+    lines = [f"MUST NOT: {m}" for m in must_not]
+    if memory_text.strip():
+        lines.append(memory_text.strip())
+    if not lines:
+        return ""
+    return "--- CONSTRAINTS (code-derived) ---\n" + "\n".join(lines) + "\n--- END CONSTRAINTS ---"
+
+
+def plan_prompt(spec: TaskSpec, must_not: list[str], memory_text: str,
+                directive: PlanDirective | None = None, last_round: str = "") -> str:
+    parts = [f"Today's date: {_today()} (UTC)", spec_block(spec)]
+    if directive is not None:
+        d = directive
+        lines = [f"REPLAN (round {d.replan_round}) directed by the Goal Gradient Solver:",
+                 f"directive: {d.directive} — {DIRECTIVE_MEANING.get(d.directive, '')}"]
+        if d.failure_class:
+            lines.append(FAILURE_CLASS_HINT.get(d.failure_class, f"failure class: {d.failure_class}"))
+        if d.failed_criterion:
+            lines.append(f"failed criterion: {d.failed_criterion}")
+        if d.rationale:
+            lines.append(f"rationale: {d.rationale}")
+        lines.append(f"urgency: {d.urgency}; budget used: {d.budget_pressure:.0%}")
+        parts.append("\n".join(lines))
+        if last_round:
+            parts.append("What happened in the previous round:\n" + last_round)
+    block = constraints_block(must_not, memory_text)
+    if block:
+        parts.append(block)
+    return "\n\n".join(parts)
+
+
+def must_not_set(directive: PlanDirective | None, calibration: Calibration) -> tuple[list[str], list[str], list[str]]:
+    """(blocked_tools, blocked_targets, MUST NOT lines) = memory Avoid ∪ GGS blocked sets."""
+    tools = list(dict.fromkeys(directive.blocked_tools if directive else []))
+    targets = list(dict.fromkeys(directive.blocked_targets if directive else []))
+    lines = [f"do not use the tool {t}" for t in tools]
+    lines += [f"do not use this query/command/path again: {t}" for t in targets]
+    lines += list(directive.must_not if directive else [])
+    lines += calibration.must_not
+    return tools, targets, list(dict.fromkeys(lines))
+
+
+# ---------------------------------------------------------------------------------------------
+# the role
+# ---------------------------------------------------------------------------------------------
+
+class Planner:
+    def __init__(self, client: BusClient, settings: Settings, llm: LLMClient | None = None):
+        self.client = client
+        self.settings = settings
+        self._llm = llm
+        self.dispatcher = Dispatcher(client, settings)
+        self._busy: set[str] = set()          # tasks being planned right now
+        self._lock = threading.Lock()
+
+    def register(self) -> None:
+        c = self.client
+        c.on("TaskSpec", self.on_spec, ack=True, partition=True, threaded=True)
+        c.on("PlanDirective", self.on_directive, ack=True, partition=True, threaded=True)
+        c.on("TaskCancel", self.on_end, partition=True)
+        c.on("FinalResult", self.on_end, partition=True)
+        self.dispatcher.register()
+
+    @property
+    def llm(self) -> LLMClient:
+        if self._llm is None:
+            self._llm = LLMClient.for_role(ROLE, self.settings, bus=self.client)
+        return self._llm
+
+    # -- handlers ------------------------------------------------------------------------------
+    def on_spec(self, env: Envelope, spec: TaskSpec) -> None:
+        if self.dispatcher.get(spec.task_id) is not None or self.dispatcher.ended(spec.task_id):
+            return  # re-delivered TaskSpec: the plan already exists (maybe from before a restart)
+        self._plan(spec, None, 0, env.id)
+
+    def on_directive(self, env: Envelope, directive: PlanDirective) -> None:
+        plan = self.dispatcher.get(directive.task_id)
+        if plan is None:
+            if self.dispatcher.ended(directive.task_id):
+                return
+            self._fail_unknown(directive)
+            return
+        if env.id in plan.handled:
+            return  # re-delivered directive, already acted on
+        self._plan(plan.spec, directive, plan.round + 1, env.id, previous=plan)
+
+    def on_end(self, env: Envelope, msg: FinalResult | TaskCancel) -> None:
+        self.dispatcher.drop(msg.task_id)
+
+    # -- planning ------------------------------------------------------------------------------
+    def _plan(self, spec: TaskSpec, directive: PlanDirective | None, round_: int, msg_id: str,
+              previous: TaskPlan | None = None) -> None:
+        task = spec.task_id
+        with self._lock:
+            if task in self._busy:
+                return
+            self._busy.add(task)
+        try:
+            calibration = calibrate_memory(self.client, self.settings, spec, directive)
+            if calibration.recall is not None:
+                self.client.publish(calibration.recall)
+            tools, targets, must_not = must_not_set(directive, calibration)
+            last_round = previous.describe_outcomes() if previous else ""
+            prompt = plan_prompt(spec, must_not, calibration.text, directive, last_round)
+            plan, error = self._ask(spec, prompt, tools, targets)
+            if self.dispatcher.ended(task):
+                return  # cancelled or finished while the LLM was thinking
+            if plan is None:
+                self._planning_failed(spec, error, round_)
+                return
+            self.dispatcher.start_round(spec, round_, plan, tools, targets, must_not,
+                                        calibration.text, handled=msg_id, previous=previous)
+        finally:
+            with self._lock:
+                self._busy.discard(task)
+
+    def _ask(self, spec: TaskSpec, prompt: str, tools: list[str],
+             targets: list[str]) -> tuple[PlanReply | None, str]:
+        """One LLM plan, validated in code, re-asked once on a violation."""
+        task = spec.task_id
+        problems: list[str] = []
+        for attempt in (1, 2):
+            user = prompt
+            if problems:
+                user += ("\n\nYour previous plan was rejected: " + "; ".join(problems) +
+                         ". Fix this and reply with the whole plan as JSON.")
+            try:
+                plan = self.llm.complete_json(PlanReply, SYSTEM_PROMPT, user, task_id=task)
+            except LLMError as exc:
+                return None, f"the planner LLM gave no usable plan: {exc}"
+            normalise_sequences(plan)
+            problems = validate_plan(plan, tools, targets, self.settings.plan_max_subtasks)
+            if not problems:
+                return plan, ""
+            tasklog.append(self.settings.tasks_dir, task, "plan_rejected", attempt=attempt,
+                           violations=problems)
+        return None, "the plan was invalid twice: " + "; ".join(problems)
+
+    def _planning_failed(self, spec: TaskSpec, error: str, round_: int) -> None:
+        log.warning("planning failed for %s: %s", spec.task_id, error)
+        tasklog.append(self.settings.tasks_dir, spec.task_id, "planning_failed", error=error,
+                       plan_round=round_)
+        self.dispatcher.mark_planning_failed(spec, round_)
+        self.client.send(PlanningFailed(task_id=spec.task_id, intent=spec.intent,
+                                        intent_slug=spec.intent_slug, error=error,
+                                        plan_round=round_))
+
+    def _fail_unknown(self, directive: PlanDirective) -> None:
+        """A directive for a task we hold no plan of (state lost): end it honestly via GGS."""
+        error = "the planner holds no plan for this task (its state was lost); cannot replan"
+        tasklog.append(self.settings.tasks_dir, directive.task_id, "planning_failed", error=error,
+                       plan_round=directive.replan_round)
+        self.client.send(PlanningFailed(task_id=directive.task_id, error=error,
+                                        plan_round=directive.replan_round))
+
+
+def setup(client: BusClient, settings: Settings) -> Planner:
+    planner = Planner(client, settings)
+    planner.register()
+    planner.dispatcher.resume()
+    return planner
+
+
+def main() -> int:
+    return run_role(ROLE, setup)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
