@@ -214,8 +214,18 @@ class Solver:
                 self.persist_tombstone(holder)
 
     # -- handlers --------------------------------------------------------------------------------
-    def on_task_spec(self, env, msg: TaskSpec) -> None:
+    def ignore(self, env, msg) -> bool:
+        """Messages GGS must not act on: no task id, or a task that already ended."""
+        if not msg.task_id or msg.task_id == "-":
+            log.warning("%s from %s without a task id ignored", env.type, env.sender)
+            return True
         if self.ended(msg.task_id):
+            log.info("late %s for ended task %s ignored", env.type, msg.task_id)
+            return True
+        return False
+
+    def on_task_spec(self, env, msg: TaskSpec) -> None:
+        if self.ignore(env, msg):
             return
         st = self.task(msg.task_id, msg.intent, msg.intent_slug)
         st.intent, st.intent_slug = msg.intent or st.intent, msg.intent_slug or st.intent_slug
@@ -225,8 +235,7 @@ class Solver:
         self.log(msg.task_id, "ggs_armed", deadline_at=st.deadline_at, intent_slug=st.intent_slug)
 
     def on_replan(self, env, msg: ReplanRequest) -> None:
-        if self.ended(msg.task_id):
-            log.info("late ReplanRequest for ended task %s ignored", msg.task_id)
+        if self.ignore(env, msg):
             return
         st = self.task(msg.task_id, msg.intent, msg.intent_slug)
         if self.seen(st, env.id):
@@ -245,8 +254,7 @@ class Solver:
                         self.partial_output(st), msg.outcomes, msg.gap_summary)
 
     def on_summary(self, env, msg: OutcomeSummary) -> None:
-        if self.ended(msg.task_id):
-            log.info("late OutcomeSummary for ended task %s ignored", msg.task_id)
+        if self.ignore(env, msg):
             return
         st = self.task(msg.task_id, msg.intent, msg.intent_slug)
         if self.seen(st, env.id):
@@ -262,14 +270,14 @@ class Solver:
         self.finish(st, "accept", res, summary, output, msg.outcomes, msg.summary)
 
     def on_planning_failed(self, env, msg: PlanningFailed) -> None:
-        if self.ended(msg.task_id):
+        if self.ignore(env, msg):
             return
         st = self.task(msg.task_id, msg.intent, msg.intent_slug)
         why = f"planning failed ({msg.error})" if msg.error else "planning failed"
         self.abandon_now(st, why, "planning_failed")
 
     def on_cancel(self, env, msg: TaskCancel) -> None:
-        if self.ended(msg.task_id):
+        if self.ignore(env, msg):
             return
         st = self.task(msg.task_id)
         self.abandon_now(st, msg.reason or "cancelled by operator", "cancelled")
@@ -288,8 +296,17 @@ class Solver:
             # Tell every role to stop work on it, then deliver the honest abandon.
             self.client.publish(TaskCancel(task_id=st.task_id, reason="deadline exceeded"))
             limit = st.deadline_at - (st.created_at or st.first_seen)
-            self.abandon_now(st, f"the deadline passed ({limit:.0f} s) before the task "
-                                 f"converged; the round in flight was lost", "deadline")
+            try:
+                self.abandon_now(st, f"the deadline passed ({limit:.0f} s) before the task "
+                                     f"converged; the round in flight was lost", "deadline")
+            except Exception:  # noqa: BLE001 - the last line of the no-hang guarantee
+                log.exception("abandoning %s failed; sending a bare FinalResult", st.task_id)
+                self.tasks.pop(st.task_id, None)
+                self.tombstones[st.task_id] = Tombstone(task_id=st.task_id, ended_at=now,
+                                                        directive="abandon")
+                self.client.send(FinalResult(
+                    task_id=st.task_id, intent_slug=st.intent_slug, directive="abandon",
+                    summary="Task abandoned: the deadline passed (GGS could not summarise it)."))
         ttl, cap = self.settings.ggs_tombstone_ttl_s, self.settings.ggs_tombstone_max
         while self.tombstones:
             task_id, tomb = next(iter(self.tombstones.items()))
@@ -410,7 +427,7 @@ class Solver:
         p = self.params
         why = {
             "budget": f"the budget is exhausted (Ω={res.omega:.2f} ≥ θ={p.theta} after "
-                      f"{res.replans} replan request(s))",
+                      f"{res.replans} replan request(s) and {res.elapsed_ms / 1000:.0f} s)",
             "kill_switch": f"the loss worsened on {res.trajectory.worsening} consecutive rounds "
                            f"(Law 2 kill switch, ∇L={res.grad:+.2f})",
             "metaval_abandon": "the meta-validator's replan budget is spent",

@@ -478,6 +478,7 @@ class RoundResult:
     rationale: str
     prev_directive: str
     replans: int
+    elapsed_ms: float = 0.0
     blocked_tools: list[str] = field(default_factory=list)
     blocked_targets: list[str] = field(default_factory=list)
     failed_criterion: str = ""
@@ -497,6 +498,7 @@ class RoundResult:
                 "directive": self.directive, "cell": self.cell, "reason": self.reason,
                 "urgency": self.urgency, "rationale": self.rationale,
                 "prev_directive": self.prev_directive, "replan_round": self.replans,
+                "elapsed_ms": self.elapsed_ms,
                 "blocked_tools": self.blocked_tools, "blocked_targets": self.blocked_targets,
                 "failed_criterion": self.failed_criterion, "failure_class": self.failure_class}
 
@@ -518,7 +520,8 @@ def step(traj: Trajectory, msg: Round, p: GgsParams, *, elapsed_ms: float | None
     else:
         D = _r(D)
     P = implausibility(outcomes, verdicts) if P is None else _r(P)
-    omega = resource_cost(replans, msg.elapsed_ms if elapsed_ms is None else elapsed_ms, p)
+    elapsed_ms = msg.elapsed_ms if elapsed_ms is None else elapsed_ms
+    omega = resource_cost(replans, elapsed_ms, p)
     L = loss(D, P, omega, p)
     grad = 0.0 if traj.l_prev is None else _r(L - traj.l_prev)
     any_failure = any(o.status == "failed" for o in outcomes) or any(
@@ -540,7 +543,8 @@ def step(traj: Trajectory, msg: Round, p: GgsParams, *, elapsed_ms: float | None
     return RoundResult(D=D, P=P, omega=omega, L=L, grad=grad, directive=directive,
                        cell=decision.cell, reason=decision.reason, urgency=decision.urgency,
                        rationale=decision.rationale, prev_directive=traj.prev_directive,
-                       replans=replans, blocked_tools=tools, blocked_targets=targets,
+                       replans=replans, elapsed_ms=elapsed_ms, blocked_tools=tools,
+                       blocked_targets=targets,
                        failed_criterion=failed_criterion(outcomes, verdicts),
                        failure_class=failure_class_of(P, p, any_failure), trajectory=nxt)
 
