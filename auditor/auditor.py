@@ -45,9 +45,10 @@ from protocol.routes import ANY, ROLES, ROUTES, SELF, allowed
 from protocol.settings import Settings
 from services.role import run_role
 
+from .operator import socket_path
+
 log = logging.getLogger("artoo.auditor")
 
-SOCKET_NAME = "audit.sock"
 EPS = 1e-9
 # metric -> (unit, which direction is a degradation)
 METRICS = {
@@ -413,10 +414,6 @@ class AuditState:
 # the process
 # ----------------------------------------------------------------------------------------------
 
-def socket_path(settings: Settings) -> Path:
-    return settings.run_dir / SOCKET_NAME
-
-
 def reports_dir(settings: Settings) -> Path:
     return settings.audit_dir / "reports"
 
@@ -649,25 +646,6 @@ class AuditorService:
         else:
             reply = {"ok": False, "error": f"unknown command {raw[:40]!r}; try report or ping"}
         conn.sendall(json.dumps(reply).encode() + b"\n")
-
-
-def query(settings: Settings, cmd: str = "report", timeout_s: float = 5.0) -> dict:
-    """Ask the running auditor over its operator socket (used by `artoo audit`)."""
-    path = socket_path(settings)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout_s)
-        sock.connect(str(path))
-        sock.sendall(json.dumps({"cmd": cmd}).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                break
-            data += chunk
-    reply = json.loads(data)
-    if not reply.get("ok"):
-        raise RuntimeError(reply.get("error", "the auditor refused the request"))
-    return reply
 
 
 def setup(client: BusClient, settings: Settings) -> AuditorService:
