@@ -1,0 +1,179 @@
+"""Law 1 gate: the corpus, classification details, the undo store, and `artoo gate` / `artoo undo`."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import law1_corpus as corpus
+from services import law1
+from services.law1 import DESTRUCTIVE, READ_ONLY, UNKNOWN, WORKSPACE_WRITE
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    root = tmp_path_factory.mktemp("law1")
+    ws, data = root / "ws", root / "home"
+    data.mkdir()
+    for name in corpus.WORKSPACE_FILES:
+        path = ws / name
+        if name.endswith("/"):
+            path.mkdir(parents=True, exist_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("original\n")
+    return ws, data
+
+
+def classify(sandbox, command: str, cwd=None):
+    ws, data = sandbox
+    return law1.classify(command, workspace=ws, protected=[data], cwd=cwd or ws)
+
+
+def test_corpus_sizes():
+    assert len(corpus.DESTRUCTIVE) >= 150
+    assert len(corpus.BENIGN) >= 150
+    assert len(set(corpus.DESTRUCTIVE)) == len(corpus.DESTRUCTIVE)
+    assert len(set(corpus.BENIGN)) == len(corpus.BENIGN)
+
+
+def test_every_destructive_command_is_gated(sandbox):
+    missed = []
+    for command in corpus.DESTRUCTIVE:
+        result = classify(sandbox, command)
+        if not (result.needs_approval or result.protected):
+            missed.append(f"{command!r}: {result.level} ({result.reason})")
+    assert not missed, "not gated:\n" + "\n".join(missed)
+
+
+def test_benign_commands_are_rarely_gated(sandbox):
+    gated = [c for c in corpus.BENIGN if classify(sandbox, c).needs_approval]
+    assert len(gated) <= 0.03 * len(corpus.BENIGN), gated
+    not_read_only = [c for c in corpus.BENIGN if classify(sandbox, c).level != READ_ONLY]
+    assert len(not_read_only) <= 0.03 * len(corpus.BENIGN), not_read_only
+
+
+def test_workspace_writes_need_no_approval(sandbox):
+    wrong = [(c, classify(sandbox, c).level) for c in corpus.WORKSPACE_WRITES
+             if classify(sandbox, c).level != WORKSPACE_WRITE]
+    assert not wrong
+
+
+def test_data_dir_is_refused_not_approvable(sandbox):
+    _, data = sandbox
+    for command in corpus.PROTECTED:
+        result = classify(sandbox, command.format(data=data))
+        assert result.protected and not result.needs_approval, command
+        assert "data dir" in result.reason
+
+
+def test_overwrite_depends_on_the_file_existing(sandbox):
+    ws, _ = sandbox
+    existing = classify(sandbox, "echo x > notes.txt")
+    assert existing.level == DESTRUCTIVE
+    assert existing.paths == [str(ws / "notes.txt")]
+    assert "overwrites existing" in existing.reason
+    fresh = classify(sandbox, "echo x > brand-new.txt")
+    assert fresh.level == WORKSPACE_WRITE and not fresh.needs_approval
+    appended = classify(sandbox, "echo x >> notes.txt")
+    assert appended.level == WORKSPACE_WRITE
+
+
+def test_reasons_and_undo_paths(sandbox):
+    ws, _ = sandbox
+    rm = classify(sandbox, "rm -f notes.txt data.csv")
+    assert rm.level == DESTRUCTIVE and rm.needs_approval
+    assert rm.paths == [str(ws / "notes.txt"), str(ws / "data.csv")]
+    assert "deletes" in rm.reason
+    find = classify(sandbox, "find . -name '*.log' -delete")
+    assert find.snapshot_roots == [str(ws)]
+    hidden = classify(sandbox, "echo $(rm notes.txt)")
+    assert hidden.paths == [str(ws / "notes.txt")]
+    python = classify(sandbox, "python3 -c 'print(1)'")
+    assert python.level == UNKNOWN and "runs code" in python.reason
+    outside = classify(sandbox, "rm /etc/hosts")
+    assert outside.paths == [] and "outside the workspace" in outside.reason
+
+
+def test_paths_resolve_against_cd_and_symlinks(sandbox, tmp_path):
+    ws, _ = sandbox
+    escape = classify(sandbox, "cd .. && touch x")
+    assert escape.level == DESTRUCTIVE and "outside the workspace" in escape.reason
+    inside = classify(sandbox, "cd src && touch x")
+    assert inside.level == WORKSPACE_WRITE
+    subshell = classify(sandbox, "(cd /tmp) && touch y")
+    assert subshell.level == WORKSPACE_WRITE     # a subshell's cd does not leak
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = ws / "link-out"
+    link.symlink_to(target)
+    try:
+        result = classify(sandbox, "echo x > link-out/file.txt")
+        assert result.level == DESTRUCTIVE and "outside the workspace" in result.reason
+    finally:
+        link.unlink()
+
+
+def test_unparseable_fails_closed(sandbox):
+    result = classify(sandbox, "echo 'unterminated")
+    assert result.level == UNKNOWN and result.needs_approval
+    assert classify(sandbox, "").level == READ_ONLY
+
+
+def test_undo_store_restores_files_and_dirs(settings):
+    ws = Path(settings.workspace)
+    (ws / "keep.txt").write_text("precious\n")
+    (ws / "tree" / "sub").mkdir(parents=True)
+    (ws / "tree" / "sub" / "f.txt").write_text("deep\n")
+    store = law1.UndoStore(settings, "run-undo-1")
+    note = store.save([str(ws / "keep.txt"), str(ws / "tree"), "/etc/hosts"], command="rm ...")
+    assert "2 path(s)" in note                       # /etc/hosts is not ours to copy
+    (ws / "keep.txt").write_text("clobbered\n")
+    import shutil
+    shutil.rmtree(ws / "tree")
+    restored = law1.restore(settings, "run-undo-1")
+    assert sorted(restored) == sorted([str(ws / "keep.txt"), str(ws / "tree")])
+    assert (ws / "keep.txt").read_text() == "precious\n"
+    assert (ws / "tree" / "sub" / "f.txt").read_text() == "deep\n"
+    assert law1.restore(settings, "no-such-run") == []
+
+
+def test_undo_store_respects_its_size_cap(settings):
+    from dataclasses import replace
+    small = replace(settings, undo_max_bytes=10)
+    ws = Path(settings.workspace)
+    (ws / "big.bin").write_bytes(b"x" * 100)
+    note = law1.UndoStore(small, "run-undo-2").save([str(ws / "big.bin")], command="rm big.bin")
+    assert note.startswith("no undo copy")
+    assert law1.undo_entries(small, "run-undo-2") == []
+
+
+def _artoo(args, env):
+    return subprocess.run([sys.executable, "-m", "services.cli", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_gate_and_undo_commands(settings, artoo_env):
+    env = dict(os.environ)
+    ws = Path(settings.workspace)
+    (ws / "notes.txt").write_text("hello\n")
+    gate = _artoo(["gate", "--json", "--", "rm", "-rf", "notes.txt"], env)
+    assert gate.returncode == 0, gate.stderr
+    report = json.loads(gate.stdout)
+    assert report["classification"] == DESTRUCTIVE and report["needs_approval"] is True
+    assert report["paths"] == [str(ws / "notes.txt")]
+    text = _artoo(["gate", "--", "ls -la | wc -l"], env)
+    assert text.returncode == 0 and READ_ONLY in text.stdout
+    law1.UndoStore(settings, "run-cli-undo").save([str(ws / "notes.txt")], command="rm notes.txt")
+    (ws / "notes.txt").unlink()
+    undo = _artoo(["undo", "run-cli-undo"], env)
+    assert undo.returncode == 0, undo.stderr
+    assert (ws / "notes.txt").read_text() == "hello\n"
+    missing = _artoo(["undo", "run-that-never-was"], env)
+    assert missing.returncode == 1 and "nothing to undo" in missing.stderr
