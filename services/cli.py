@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "memory_server.cli",
     "services.ggs",
     "services.cli_run",
+    "services.cli_effector",
 ]
 
 
