@@ -34,8 +34,8 @@ from protocol.settings import Settings, load_settings
 
 from . import log as audit_log
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 _BIG = 1 << 30
 _SUMMARY_FIELDS = ("directive", "status", "verdict", "approved", "intent", "summary", "question",
                    "answer", "text", "error", "reason", "op", "role")
