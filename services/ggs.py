@@ -431,6 +431,8 @@ class Solver:
             "kill_switch": f"the loss worsened on {res.trajectory.worsening} consecutive rounds "
                            f"(Law 2 kill switch, ∇L={res.grad:+.2f})",
             "metaval_abandon": "the meta-validator's replan budget is spent",
+            "replan_budget": f"the replan budget is spent ({res.replans} of "
+                             f"{p.max_replans} replan requests)",
         }.get(res.reason, res.reason)
         text = f"Task abandoned: {why}. {self.progress(st)}"
         if gap:

@@ -13,8 +13,8 @@ round through `step()`, so the numbers an operator replays offline are the numbe
 
 The cascade (priority order): Ω ≥ θ → abandon; D ≤ δ → success; else the action grid on |∇L| vs ε and
 P vs ρ. Then the overrides: R4b's task-level rejection vetoes success (Go defect: GGS delivered
-anyway); the Law 2 kill switch (∇L ≥ ε on `kill_threshold` consecutive rounds) and R4b's abandon
-recommendation turn an action directive into abandon.
+anyway); the Law 2 kill switch (∇L ≥ ε on `kill_threshold` consecutive rounds), R4b's abandon
+recommendation and the replan budget (`max_replans` requests) turn an action directive into abandon.
 """
 from __future__ import annotations
 
@@ -274,10 +274,12 @@ class Decision:
 
 
 def decide(D: float, P: float, omega: float, grad: float, p: GgsParams, *,
-           worsening: int = 0, recommendation: str = "replan",
-           task_rejected: bool = False) -> Decision:
-    """The full decision: the cascade, then R4b's veto, the Law 2 kill switch and R4b's
-    abandon recommendation. `worsening` is the streak before this round."""
+           worsening: int = 0, recommendation: str = "replan", task_rejected: bool = False,
+           replans: int = 0) -> Decision:
+    """The full decision: the cascade, then R4b's veto, the Law 2 kill switch, R4b's abandon
+    recommendation and the replan budget (the medium loop ends after `max_replans` replan
+    requests, seeds/000 §6). `worsening` is the streak before this round; `replans` counts
+    this round's request."""
     cell = macro_state(D, P, omega, grad, p)
     streak = worsening + 1 if is_worsening(grad, p) else 0
     directive, reason = cell, {"abandon": "budget", "success": "converged"}.get(cell, "grid")
@@ -306,6 +308,10 @@ def decide(D: float, P: float, omega: float, grad: float, p: GgsParams, *,
             directive, reason = "abandon", "metaval_abandon"
             text = ("The meta-validator recommends abandon (its replan budget is spent). "
                     + text)
+        elif replans >= p.max_replans:
+            directive, reason = "abandon", "replan_budget"
+            text = (f"The replan budget is spent ({replans} of {p.max_replans} replan "
+                    f"requests). " + text)
     return Decision(directive, cell, reason, streak, urgency(grad, p), text.strip())
 
 
@@ -532,7 +538,8 @@ def step(traj: Trajectory, msg: Round, p: GgsParams, *, elapsed_ms: float | None
     else:
         rejected = any(v.verdict == "fail" for v in verdicts)
         decision = decide(D, P, omega, grad, p, worsening=traj.worsening,
-                          recommendation=msg.recommendation, task_rejected=rejected)
+                          recommendation=msg.recommendation, task_rejected=rejected,
+                          replans=replans)
     directive = decision.directive
     targets = accumulate(traj.blocked_targets, failed_targets(outcomes))
     tools = blocked_tools(outcomes) if directive in LOGICAL_DIRECTIVES else []

@@ -117,6 +117,13 @@ def test_metaval_abandon_recommendation():
     assert loss.decide(0.2, 0.2, 0.4, 0.0, P0, recommendation="abandon").directive == "success"
 
 
+def test_replan_budget_boundary():
+    assert loss.decide(0.7, 0.2, 0.4, 0.0, P0, replans=P0.max_replans - 1).directive == "change_path"
+    d = loss.decide(0.7, 0.2, 0.4, 0.0, P0, replans=P0.max_replans)
+    assert d.directive == "abandon" and d.reason == "replan_budget"
+    assert loss.decide(0.2, 0.2, 0.4, 0.0, P0, replans=P0.max_replans).directive == "success"
+
+
 def test_metaval_task_rejection_vetoes_success():
     d = loss.decide(0.2, 0.2, 0.4, 0.0, P0, task_rejected=True)
     assert d.directive == "change_path" and d.reason == "metaval_rejected"

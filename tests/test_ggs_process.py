@@ -274,12 +274,17 @@ def test_blocked_targets_accumulate_and_never_repeat(harness):
     h.replan(task, [env_failure(task, "read config", "/etc/a.conf")])
     assert h.next_of("PlanDirective", task, 1).blocked_targets == ["/etc/a.conf"]
     h.replan(task, [env_failure(task, "read config", "/etc/b.conf"),
-                    env_failure(task, "read backup", "/etc/a.conf")])
-    assert h.next_of("PlanDirective", task, 2).blocked_targets == ["/etc/a.conf", "/etc/b.conf"]
-    h.replan(task, [env_failure(task, "read config", "/etc/c.conf")])
-    d3 = h.next_of("PlanDirective", task, 3)
-    assert d3.blocked_targets == ["/etc/a.conf", "/etc/b.conf", "/etc/c.conf"]
-    assert d3.directive == "change_path" and d3.replan_round == 3
+                    env_failure(task, "read backup", "/etc/a.conf"),
+                    env_failure(task, "read default", "/etc/c.conf")])
+    d2 = h.next_of("PlanDirective", task, 2)
+    assert d2.blocked_targets == ["/etc/a.conf", "/etc/b.conf", "/etc/c.conf"]
+    assert d2.directive == "change_path" and d2.replan_round == 2
+    assert [f"act on '{t}' again" for t in d2.blocked_targets] == d2.must_not
+    # the third replan request spends the replan budget (maxReplans = 3): abandon, not a directive
+    h.replan(task, [env_failure(task, "read config", "/etc/d.conf")])
+    final = h.next_of("FinalResult", task, 1)
+    assert final.directive == "abandon" and "replan budget is spent" in final.summary
+    assert len(h.of("PlanDirective", task)) == 2
 
 
 def test_deadline_watchdog_abandons_a_silent_task(harness):
