@@ -217,14 +217,11 @@ class Dispatcher:
         task = spec.task_id
         suffix = secrets.token_hex(2)
         subtasks: dict[str, SubTask] = {}
-        guidance = [f"MUST NOT: {m}" for m in must_not]
-        if memory_text.strip():
-            guidance.append(memory_text.strip())
         for i, planned in enumerate(reply.subtasks, 1):
             sid = f"st{round_}.{i}-{suffix}"
             context = planned.context.strip()
-            if guidance:
-                context = (context + "\n\n" if context else "") + "\n".join(guidance)
+            if memory_text.strip():  # effectors get memory only through the planner (§5.4)
+                context = (context + "\n\n" if context else "") + memory_text.strip()
             subtasks[sid] = SubTask(
                 subtask_id=sid, parent_task_id=task, intent=planned.intent.strip(),
                 success_criteria=[Criterion(text=c.text.strip(), mode=c.mode)

@@ -268,9 +268,9 @@ class Perceiver:
             answer = CANNED_REPLY
         with self.lock:
             self.done[req.task_id] = time.time()
-        self.client.send(ConversationalReply(task_id=req.task_id, answer=answer))
         tasklog.append(self.settings.tasks_dir, req.task_id, "task_end", status="conversational",
                        summary=answer)
+        self.client.send(ConversationalReply(task_id=req.task_id, answer=answer))
 
     def _perceive(self, state: dict) -> None:
         req = UserRequest.model_validate(state["request"])

@@ -10,11 +10,9 @@ to the user). The subtask dispatcher that runs the plan lives in services/dispat
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
-import time
 from datetime import datetime, timezone
 from typing import Any, Literal, Optional
 
@@ -22,11 +20,12 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from protocol.bus import BusClient
 from protocol.envelope import Envelope
-from protocol.messages import (Criterion, FinalResult, MemoryRecall, PlanDirective, PlanningFailed,
-                               TaskCancel, TaskSpec)
+from protocol.messages import (FinalResult, MemoryRecall, PlanDirective, PlanningFailed, TaskCancel,
+                               TaskSpec)
 from protocol.settings import Settings
 
 from . import tasklog
+from .calibration import build_constraints, calibrate
 from .dispatcher import Dispatcher, TaskPlan
 from .llm import LLMClient, LLMError
 from .role import run_role
@@ -163,39 +162,35 @@ def validate_plan(plan: PlanReply, blocked_tools: list[str], blocked_targets: li
 # ---------------------------------------------------------------------------------------------
 
 class Calibration(BaseModel):
-    text: str = ""                         # the constraint block injected into the prompt
-    must_not: list[str] = Field(default_factory=list)
+    text: str = ""                         # constraint lines: GGS blocked sets + memory entries
+    must_not: list[str] = Field(default_factory=list)   # the merged MUST NOT set
     recall: Optional[MemoryRecall] = None
 
 
 def calibrate_memory(client: BusClient, settings: Settings, spec: TaskSpec,
                      directive: PlanDirective | None) -> Calibration:
-    """Memory calibration before every plan and replan (seeds/000 §4.5), no LLM call.
-
-    Delegates to the memory capability's `calibrate`; with no memory (not installed, not
-    answering) the plan proceeds uncalibrated and the recall says so."""
-    space, entity = spec.intent_slug, "env:local"
+    """Memory calibration before every plan and replan (seeds/000 §4.5), no LLM call. The merged
+    MUST NOT set is memory Avoid rules ∪ GGS blocked_tools ∪ blocked_targets; extra MUST NOT lines
+    GGS sends that do not just restate a blocked tool or target are kept as well."""
+    tools = list(dict.fromkeys(directive.blocked_tools if directive else []))
+    targets = list(dict.fromkeys(directive.blocked_targets if directive else []))
     try:
-        from . import calibration  # type: ignore[attr-defined]
-    except ImportError:
-        calibration = None
-    if calibration is not None:
-        try:
-            result = calibration.calibrate(client, spec=spec, directive=directive,
-                                           settings=settings)
-            return Calibration(text=getattr(result, "text", "") or "",
-                               must_not=list(getattr(result, "must_not", []) or []),
-                               recall=getattr(result, "recall", None))
-        except Exception as exc:  # memory down or slow: plan without it, say so
-            log.warning("memory calibration failed for %s: %s", spec.task_id, exc)
-            tasklog.append(settings.tasks_dir, spec.task_id, "memory_query", space=space,
-                           entity=entity, error=str(exc)[:300])
-            return Calibration(recall=MemoryRecall(task_id=spec.task_id, space=space,
-                                                   entity=entity, constraints=f"(memory unavailable: {exc})"[:300]))
-    tasklog.append(settings.tasks_dir, spec.task_id, "memory_query", space=space, entity=entity,
-                   sop_count=0, action="Ignore", attention=0.0, decision=0.0,
-                   note="memory capability not installed")
-    return Calibration(recall=MemoryRecall(task_id=spec.task_id, space=space, entity=entity))
+        text, recall, must_not = calibrate(client, spec, tools, targets, settings,
+                                           timeout=min(settings.request_timeout_s, 5.0))
+    except Exception as exc:  # memory misbehaving must not stop planning; say so
+        log.warning("memory calibration failed for %s: %s", spec.task_id, exc)
+        lines, must_not, _, _ = build_constraints(None, tools, targets)
+        text = "\n".join(lines)
+        recall = MemoryRecall(task_id=spec.task_id, space=spec.intent_slug, entity="env:local",
+                              constraints=f"(memory unavailable: {exc})"[:300])
+        tasklog.append(settings.tasks_dir, spec.task_id, "memory_query", space=spec.intent_slug,
+                       entity="env:local", error=str(exc)[:300])
+    blocked = [b.lower() for b in tools + targets if b.strip()]
+    extra = [m for m in (directive.must_not if directive else [])
+             if m.strip() and not any(b in m.lower() for b in blocked)]
+    if extra:
+        text = "\n".join([f"MUST NOT: {m}" for m in extra] + ([text] if text else []))
+    return Calibration(text=text, must_not=list(dict.fromkeys(must_not + extra)), recall=recall)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,17 +213,14 @@ def spec_block(spec: TaskSpec) -> str:
     return "\n".join(lines)
 
 
-def constraints_block(must_not: list[str], memory_text: str) -> str:
-    lines = [f"MUST NOT: {m}" for m in must_not]
-    if memory_text.strip():
-        lines.append(memory_text.strip())
-    if not lines:
+def constraints_block(text: str) -> str:
+    if not text.strip():
         return ""
-    return "--- CONSTRAINTS (code-derived) ---\n" + "\n".join(lines) + "\n--- END CONSTRAINTS ---"
+    return "--- CONSTRAINTS (code-derived) ---\n" + text.strip() + "\n--- END CONSTRAINTS ---"
 
 
-def plan_prompt(spec: TaskSpec, must_not: list[str], memory_text: str,
-                directive: PlanDirective | None = None, last_round: str = "") -> str:
+def plan_prompt(spec: TaskSpec, constraints: str, directive: PlanDirective | None = None,
+                last_round: str = "") -> str:
     parts = [f"Today's date: {_today()} (UTC)", spec_block(spec)]
     if directive is not None:
         d = directive
@@ -244,21 +236,10 @@ def plan_prompt(spec: TaskSpec, must_not: list[str], memory_text: str,
         parts.append("\n".join(lines))
         if last_round:
             parts.append("What happened in the previous round:\n" + last_round)
-    block = constraints_block(must_not, memory_text)
+    block = constraints_block(constraints)
     if block:
         parts.append(block)
     return "\n\n".join(parts)
-
-
-def must_not_set(directive: PlanDirective | None, calibration: Calibration) -> tuple[list[str], list[str], list[str]]:
-    """(blocked_tools, blocked_targets, MUST NOT lines) = memory Avoid ∪ GGS blocked sets."""
-    tools = list(dict.fromkeys(directive.blocked_tools if directive else []))
-    targets = list(dict.fromkeys(directive.blocked_targets if directive else []))
-    lines = [f"do not use the tool {t}" for t in tools]
-    lines += [f"do not use this query/command/path again: {t}" for t in targets]
-    lines += list(directive.must_not if directive else [])
-    lines += calibration.must_not
-    return tools, targets, list(dict.fromkeys(lines))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,16 +301,17 @@ class Planner:
             calibration = calibrate_memory(self.client, self.settings, spec, directive)
             if calibration.recall is not None:
                 self.client.publish(calibration.recall)
-            tools, targets, must_not = must_not_set(directive, calibration)
+            tools = list(dict.fromkeys(directive.blocked_tools)) if directive else []
+            targets = list(dict.fromkeys(directive.blocked_targets)) if directive else []
             last_round = previous.describe_outcomes() if previous else ""
-            prompt = plan_prompt(spec, must_not, calibration.text, directive, last_round)
+            prompt = plan_prompt(spec, calibration.text, directive, last_round)
             plan, error = self._ask(spec, prompt, tools, targets)
             if self.dispatcher.ended(task):
                 return  # cancelled or finished while the LLM was thinking
             if plan is None:
                 self._planning_failed(spec, error, round_)
                 return
-            self.dispatcher.start_round(spec, round_, plan, tools, targets, must_not,
+            self.dispatcher.start_round(spec, round_, plan, tools, targets, calibration.must_not,
                                         calibration.text, handled=msg_id, previous=previous)
         finally:
             with self._lock:

@@ -195,6 +195,7 @@ def pipeline_stack(roles: list[str], env: dict[str, str] | None = None):
     with pytest.MonkeyPatch.context() as mp, ScriptedLLM() as llm:
         values = {"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
                   "ARTOO_RUN_DIR": "", "ARTOO_LLM_BACKOFF_S": "0.01", "ARTOO_LLM_RETRIES": "1",
+                  "ARTOO_REQUEST_TIMEOUT_S": "0.3",  # no memory process: calibration gives up fast
                   **llm.env(), **(env or {})}
         for key, value in values.items():
             mp.setenv(key, value)

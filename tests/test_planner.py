@@ -174,8 +174,9 @@ def test_failed_step_skips_later_groups_and_replan_carries_must_not(stack):
     prompts = stack.llm.filter("planner", rid)
     replan_prompt = prompts[1].user
     assert "REPLAN" in replan_prompt and "change_path" in replan_prompt
-    assert "MUST NOT: do not use the tool web_search" in replan_prompt
-    assert "/etc/app.conf" in replan_prompt and "memory: never guess paths" in replan_prompt
+    assert "MUST NOT use tool: web_search" in replan_prompt
+    assert "MUST NOT use again: /etc/app.conf" in replan_prompt
+    assert "MUST NOT: memory: never guess paths" in replan_prompt
     assert "No such file" in replan_prompt  # what happened last round
     assert "blocked target '/etc/app.conf'" in prompts[2].user
     new = stack.spawner.rec.wait_for(lambda: [a for a in assigns(stack, rid)

@@ -1,0 +1,159 @@
+"""R1 Perceiver: fast-path, slug and date rules (pure), and the real perceiver process on a real bus
+with the scripted LLM, talking to a stand-in CLI ("user") and stand-in planner and GGS consumers."""
+from __future__ import annotations
+
+import pytest
+
+from pipeline_harness import pipeline_stack, run_id
+from protocol.messages import ClarificationReply
+from replies_pipeline import clarify, perception
+from scripted_llm import Delay, Http
+from services import tasklog
+from services.perceiver import FINAL_CALL, intent_slug, is_conversational, resolved_relative_dates
+
+
+@pytest.mark.parametrize("text", ["hi", "Hi!", "Hello, world", "hello there", "你好", "thanks a lot!",
+                                  "What's your name?", "who are you", "你是谁", "good morning artoo"])
+def test_fast_path_takes_greetings_and_identity(text):
+    assert is_conversational(text)
+
+
+@pytest.mark.parametrize("text", ["what time is it", "what's the weather in Beijing", "how big is /tmp",
+                                  "hi, what is the weather today", "who are you and what time is it",
+                                  "find my music files", "check disk space", "why is the sky blue",
+                                  "", "thanks, now delete a.txt"])
+def test_anything_that_may_need_a_tool_takes_the_full_pipeline(text):
+    assert not is_conversational(text)
+
+
+def test_intent_slug_is_stable_and_ignores_phrasing_noise():
+    assert intent_slug("List the files in my workspace") == intent_slug("list files in the workspace")
+    assert intent_slug("count lines of python files") == intent_slug("Python files: count the lines")
+    assert intent_slug("count lines of python files") != intent_slug("count lines of go files")
+    assert intent_slug("??") == intent_slug("??") and intent_slug("??").startswith("task-")
+
+
+def test_relative_dates_guard():
+    assert resolved_relative_dates("what changed yesterday", "list changes made on 2026-11-21")
+    assert not resolved_relative_dates("what changed yesterday", "list changes made yesterday")
+    assert not resolved_relative_dates("report for 2025", "write the 2025 report")
+
+
+# ---------------------------------------------------------------------------------------------
+# the perceiver process
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def stack():
+    with pipeline_stack(["perceiver"], {"ARTOO_LLM_RETRIES": "0"}) as s:
+        s.planner_rec = s.recorder("planner", ["TaskSpec"], ack=("TaskSpec",))
+        s.ggs_rec = s.recorder("ggs", ["TaskSpec"], ack=("TaskSpec",))
+        s.user_rec = s.recorder("user", ["ClarificationRequest", "ConversationalReply"],
+                                ack=("ClarificationRequest", "ConversationalReply"))
+        s.user = s.client("user")
+        yield s
+
+
+def spec_of(stack, rid):
+    return stack.planner_rec.wait_type("TaskSpec", rid)[0]
+
+
+def test_task_spec_carries_run_id_slug_intent_criteria_and_verbatim_dates(stack):
+    rid = run_id()
+    stack.llm.add("perceiver", perception("List the files changed yesterday in the repo",
+                                          ["a list of changed files is printed"],
+                                          deadline="yesterday"), task=rid)
+    stack.submit(stack.user, rid, "what files did I change yesterday in the repo?")
+    spec = spec_of(stack, rid)
+    assert spec.task_id == rid
+    assert spec.intent_slug == intent_slug("what files did I change yesterday in the repo?")
+    assert spec.intent == "List the files changed yesterday in the repo"
+    assert spec.success_criteria == ["a list of changed files is printed"]
+    assert spec.constraints.deadline == "yesterday"
+    assert spec.raw_input == "what files did I change yesterday in the repo?"
+    assert spec.deadline_at > spec.created_at
+    assert stack.ggs_rec.wait_type("TaskSpec", rid)  # GGS gets it too (deadline watchdog)
+    begin = [e for e in tasklog.read(stack.settings.tasks_dir, rid) if e["kind"] == "task_begin"]
+    assert begin and begin[0]["intent_slug"] == spec.intent_slug
+    calls = [e for e in tasklog.read(stack.settings.tasks_dir, rid) if e["kind"] == "llm_call"]
+    assert calls and calls[0]["role"] == "perceiver" and "yesterday" in str(calls[0]["messages"])
+
+
+def test_rerun_gets_a_new_run_id_and_the_same_slug(stack):
+    first, second = run_id(), run_id()
+    stack.llm.add("perceiver", perception("Count the lines of notes.txt"), task=first)
+    stack.llm.add("perceiver", perception("Report how many lines notes.txt has"), task=second)
+    for rid in (first, second):
+        stack.submit(stack.user, rid, "count the lines of notes.txt")
+    a, b = spec_of(stack, first), spec_of(stack, second)
+    assert a.task_id != b.task_id and a.intent != b.intent
+    assert a.intent_slug == b.intent_slug
+
+
+def test_resolved_relative_date_falls_back_to_the_users_words(stack):
+    rid = run_id()
+    stack.llm.add("perceiver", perception("Show the log entries of 2026-11-21"), task=rid)
+    stack.submit(stack.user, rid, "show yesterday's log entries")
+    assert spec_of(stack, rid).intent == "show yesterday's log entries"
+
+
+def test_clarification_at_most_two_rounds_then_proceed(stack):
+    rid = run_id()
+    stack.llm.add("perceiver", clarify("Which repository?"), task=rid)
+    stack.llm.add("perceiver", clarify("Which branch?"), task=rid)
+    stack.llm.add("perceiver", clarify("Which commit?"), task=rid)  # ignored: the final call
+    stack.submit(stack.user, rid, "summarise the changes", interactive=True)
+    q1 = stack.user_rec.wait_type("ClarificationRequest", rid)[0]
+    assert (q1.round, q1.question) == (1, "Which repository?")
+    stack.user.send(ClarificationReply(task_id=rid, answer="artoo", round=1))
+    q2 = stack.user_rec.wait_type("ClarificationRequest", rid, n=2)[1]
+    assert (q2.round, q2.question) == (2, "Which branch?")
+    stack.user.send(ClarificationReply(task_id=rid, answer="main", round=2))
+    spec = spec_of(stack, rid)
+    assert "Which repository? A: artoo" in spec.raw_input and "A: main" in spec.raw_input
+    assert spec.intent  # never empty, even though the last call asked again
+    prompts = stack.llm.filter("perceiver", rid)
+    assert len(prompts) == 3 and FINAL_CALL in prompts[2].user and "A: main" in prompts[2].user
+    assert len(stack.user_rec.of("ClarificationRequest", rid)) == 2
+
+
+def test_no_operator_means_no_question(stack):
+    rid = run_id()
+    stack.llm.add("perceiver", clarify("Which repository?"), task=rid)
+    stack.submit(stack.user, rid, "summarise the changes", interactive=False)
+    spec = spec_of(stack, rid)
+    assert spec.intent == "summarise the changes"
+    assert not stack.user_rec.of("ClarificationRequest", rid)
+    assert FINAL_CALL in stack.llm.filter("perceiver", rid)[0].user
+
+
+def test_greeting_ends_the_run_with_a_conversational_reply(stack):
+    rid = run_id()
+    stack.llm.add("perceiver", "Hello! I'm artoo.", task=rid)
+    stack.submit(stack.user, rid, "hello")
+    reply = stack.user_rec.wait_type("ConversationalReply", rid)[0]
+    assert reply.answer == "Hello! I'm artoo."
+    ends = [e for e in tasklog.read(stack.settings.tasks_dir, rid) if e["kind"] == "task_end"]
+    assert ends and ends[0]["status"] == "conversational"
+    assert not stack.planner_rec.of("TaskSpec", rid)
+
+
+def test_llm_failure_still_yields_an_honest_task_spec(stack):
+    rid = run_id()
+    stack.llm.add("perceiver", Http(500), task=rid)
+    stack.submit(stack.user, rid, "compress the logs folder")
+    spec = spec_of(stack, rid)
+    assert spec.intent == "compress the logs folder"
+    assert [e for e in tasklog.read(stack.settings.tasks_dir, rid)
+            if e["kind"] == "task_begin"][0]["perceiver_error"]
+
+
+def test_sigkill_mid_request_is_redelivered_to_the_restarted_perceiver(stack):
+    rid = run_id()
+    stack.llm.add("perceiver", Delay(30, perception("never")), task=rid)
+    stack.submit(stack.user, rid, "archive old reports")
+    stack.planner_rec.wait_for(lambda: stack.llm.calls("perceiver", rid) >= 1, what="LLM call")
+    stack.kill_role("perceiver")
+    stack.llm.add("perceiver", perception("Archive the old reports"), task=rid)
+    stack.restart_role("perceiver")
+    assert spec_of(stack, rid).intent == "Archive the old reports"
