@@ -45,6 +45,11 @@ def clip(text: Any, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def esc(text: Any, n: int = 70) -> str:
+    """Clipped and escaped for rich markup (paths and tags like [a / b] are not markup)."""
+    return escape(clip(text, n))
+
+
 def _arrow(frm: str, to: str | None) -> str:
     left = f"{ICONS.get(frm, '·')} {frm}"
     return f"{left} → {ICONS.get(to, '·')} {to}" if to else left
@@ -58,66 +63,66 @@ def describe(env, msg) -> str | None:
     d = ""
     to = env.to
     if t == "UserRequest":
-        d = clip(msg.text)
+        d = esc(msg.text)
     elif t == "ClarificationRequest":
-        d = f"question (round {msg.round}): {clip(msg.question)}"
+        d = f"question (round {msg.round}): {esc(msg.question)}"
     elif t == "ClarificationReply":
-        d = f"answer: {clip(msg.answer) or '(none)'}"
+        d = f"answer: {esc(msg.answer) or '(none)'}"
     elif t == "ConversationalReply":
-        d = clip(msg.answer)
+        d = esc(msg.answer)
     elif t == "TaskSpec":
-        d = f"{clip(msg.intent, 60)}  [dim]({msg.intent_slug})[/dim]"
+        d = f"{esc(msg.intent, 60)}  [dim]({esc(msg.intent_slug)})[/dim]"
         to = "planner"
     elif t == "MemoryRecall":
         first = next((ln for ln in msg.constraints.splitlines() if ln.strip()), "")
-        d = (f"recall [{msg.space} / {msg.entity}] sops={msg.sops} att={msg.attention:.2f} "
-             f"dec={msg.decision:+.2f} → {msg.action}" + (f" | {clip(first, 50)}" if first else ""))
+        d = (f"recall \\[{esc(msg.space)} / {esc(msg.entity)}] sops={msg.sops} att={msg.attention:.2f} "
+             f"dec={msg.decision:+.2f} → {msg.action}" + (f" | {esc(first, 50)}" if first else ""))
     elif t == "DispatchManifest":
         d = (f"plan round {msg.plan_round}: {len(msg.subtask_ids)} subtask(s), "
              f"{len(msg.task_criteria)} task criteria")
     elif t == "SubTask":
         crit = msg.success_criteria
         more = f" (+{len(crit) - 1})" if len(crit) > 1 else ""
-        d = (f"#{msg.sequence} {clip(msg.intent, 50)}"
-             + (f" | {clip(crit[0].text, 40)}{more}" if crit else ""))
+        d = (f"#{msg.sequence} {esc(msg.intent, 50)}"
+             + (f" | {esc(crit[0].text, 40)}{more}" if crit else ""))
         to = None
     elif t == "SubTaskAssign":
-        d = f"{msg.subtask_id} → {msg.spawner}"
+        d = f"{esc(msg.subtask_id)} → {esc(msg.spawner)}"
     elif t == "EffectorStarted":
-        d = f"effector pid {msg.pid} for {msg.subtask_id} ({msg.spawn_ms:.0f} ms)"
+        d = f"effector pid {msg.pid} for {esc(msg.subtask_id)} ({msg.spawn_ms:.0f} ms)"
     elif t == "EffectorExited":
-        d = f"effector {msg.subtask_id} exited: {msg.reason or msg.exit_code}"
+        d = f"effector {esc(msg.subtask_id)} exited: {esc(msg.reason or msg.exit_code)}"
     elif t == "ExecutionResult":
-        d = f"{msg.subtask_id} attempt {msg.attempt}: {msg.status} ({len(msg.tool_calls)} tool call(s))"
+        d = f"{esc(msg.subtask_id)} attempt {msg.attempt}: {msg.status} ({len(msg.tool_calls)} tool call(s))"
     elif t == "CorrectionSignal":
-        d = f"{msg.subtask_id} attempt {msg.attempt_number} — {clip(msg.what_was_wrong, 60)}"
+        d = f"{esc(msg.subtask_id)} attempt {msg.attempt_number} — {esc(msg.what_was_wrong, 60)}"
     elif t == "ApprovalRequest":
-        d = f"[yellow]approval needed[/yellow] {msg.kind}: {clip(msg.command or ', '.join(msg.paths), 60)}"
+        d = f"[yellow]approval needed[/yellow] {msg.kind}: {esc(msg.command or ', '.join(msg.paths), 60)}"
     elif t == "ApprovalDecision":
-        d = ("[green]approved[/green]" if msg.approved else "[red]denied[/red]") + f" by {msg.decided_by}"
+        d = ("[green]approved[/green]" if msg.approved else "[red]denied[/red]") + f" by {esc(msg.decided_by)}"
     elif t == "SubTaskOutcome":
         colour = "green" if msg.status == "matched" else "red"
-        d = f"{msg.subtask_id} [{colour}]{msg.status}[/{colour}]"
+        d = f"{esc(msg.subtask_id)} [{colour}]{msg.status}[/{colour}]"
         if msg.gap_trajectory:
             d += f" | score={msg.gap_trajectory[-1].score:.2f}"
         if msg.status == "failed" and msg.failure_reason:
-            d += f" | {clip(msg.failure_reason, 60)}"
+            d += f" | {esc(msg.failure_reason, 60)}"
         to = "metaval" if env.sender != "planner" else to
     elif t == "ReplanRequest":
         n = len(msg.outcomes)
-        d = (f"replan: {len(msg.failed_subtasks)}/{n} failed | {clip(msg.gap_summary, 60)}"
+        d = (f"replan: {len(msg.failed_subtasks)}/{n} failed | {esc(msg.gap_summary, 60)}"
              + (" [red](recommend abandon)[/red]" if msg.recommendation == "abandon" else ""))
     elif t == "OutcomeSummary":
-        d = f"[green]accept[/green]: {clip(msg.summary, 60)}"
+        d = f"[green]accept[/green]: {esc(msg.summary, 60)}"
     elif t == "PlanDirective":
         g = msg.grad_l
         arrow = "[green]↑[/green]" if g < -0.1 else "[red]↓[/red]" if g > 0.1 else "→"
-        d = (f"{arrow} {msg.prev_directive}→{msg.directive} D={msg.loss.D:.2f} P={msg.loss.P:.2f} "
+        d = (f"{arrow} {esc(msg.prev_directive)}→{esc(msg.directive)} D={msg.loss.D:.2f} P={msg.loss.P:.2f} "
              f"∇L={g:+.2f} Ω={msg.loss.Omega:.0%}")
         if msg.blocked_tools or msg.blocked_targets:
-            d += f" | blocked: {clip(', '.join(msg.blocked_tools + msg.blocked_targets), 40)}"
+            d += f" | blocked: {esc(', '.join(msg.blocked_tools + msg.blocked_targets), 40)}"
     elif t == "PlanningFailed":
-        d = f"[red]planning failed[/red]: {clip(msg.error, 70)}"
+        d = f"[red]planning failed[/red]: {esc(msg.error, 70)}"
     elif t == "FinalResult":
         colour = "red" if msg.directive == "abandon" else "green"
         d = f"[{colour}]{msg.directive}[/{colour}]"
@@ -125,7 +130,7 @@ def describe(env, msg) -> str | None:
             d += (f" D={msg.loss.D:.2f} ∇L={msg.grad_l:+.2f} Ω={msg.loss.Omega:.0%} | "
                   f"{msg.replans} replan(s)")
     elif t == "TaskCancel":
-        d = f"[yellow]cancel[/yellow]: {clip(msg.reason)}"
+        d = f"[yellow]cancel[/yellow]: {esc(msg.reason)}"
     else:
         d = ""
     return f"{_arrow(env.sender, to)}  {d}" if d else _arrow(env.sender, to) + f"  {t}"
