@@ -1503,6 +1503,8 @@ def _glob_may_match(pattern: str, root: str) -> bool:
     parts_p = pattern.rstrip("/").split("/")
     parts_r = root.rstrip("/").split("/")
     for p, r in zip(parts_p, parts_r):
+        if r.startswith(".") and not p.startswith("."):
+            return False                      # bash globs skip dot files (dotglob is off)
         if not fnmatch.fnmatchcase(r, p):
             return False
     return True

@@ -1,0 +1,511 @@
+"""The Executor's tools (seeds/000 §10.1, DESIGN §9): shell, read_file, write_file, list, glob,
+search_text and web_search.
+
+Every tool returns a ToolOutput (output, error, target, law1) and never raises: R3 turns it into the
+one structured ToolCallRecord that R4a, GGS and memory all read. Paths are confined: writes only
+inside the workspace, reads inside the workspace and the configured read roots, and artoo's own data
+dir (and runtime dir) is never readable or writable by any tool — `~`, `..`, absolute paths outside
+and symlinks that escape are refused. Shell commands go through the Law 1 gate (services/law1.py):
+destructive and unknown ones run only with the operator's approval, and approved deletes and
+overwrites inside the workspace keep an undo copy first.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Optional
+
+from protocol.settings import Settings
+
+from . import law1
+
+_PR_SET_PDEATHSIG = 1
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _prctl = _libc.prctl
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _prctl = None
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send `sig` to this process when the thread that forked it dies, so no
+    child of ours outlives a SIGKILLed parent (Linux prctl PR_SET_PDEATHSIG)."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
+_SETPRIV = shutil.which("setpriv")
+_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+_DROP_ENV_PREFIXES = ("OPENAI_", "BRAIN_", "TOOL_", "ANTHROPIC_", "SERPER_")
+_KEEP_ARTOO_ENV = ("ARTOO_DAEMON_TAG", "ARTOO_EFFECTOR_SPAWNER", "ARTOO_EFFECTOR_SUBTASK")
+_SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".tox"}
+MAX_READ_BYTES = 2 << 20
+MAX_LIST = 500
+MAX_MATCHES = 200
+
+
+@dataclass
+class ToolOutput:
+    output: str = ""
+    error: Optional[str] = None
+    target: str = ""
+    law1: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    args: tuple[str, ...]
+    required: tuple[str, ...]
+    usage: str                     # one compact line for the prompt
+
+
+TOOL_SPECS: dict[str, ToolSpec] = {s.name: s for s in (
+    ToolSpec("shell", ("command",), ("command",),
+             '{"action":"tool","tool":"shell","command":"<bash command>"}'),
+    ToolSpec("read_file", ("path",), ("path",),
+             '{"action":"tool","tool":"read_file","path":"<file>"}'),
+    ToolSpec("write_file", ("path", "content"), ("path", "content"),
+             '{"action":"tool","tool":"write_file","path":"<file>","content":"<text>"}'),
+    ToolSpec("list", ("path",), (), '{"action":"tool","tool":"list","path":"<dir>"}'),
+    ToolSpec("glob", ("pattern", "root"), ("pattern",),
+             '{"action":"tool","tool":"glob","pattern":"*.py","root":"<dir>"}'),
+    ToolSpec("search_text", ("pattern", "path", "glob"), ("pattern",),
+             '{"action":"tool","tool":"search_text","pattern":"<regex>","path":"<dir>"}'),
+    ToolSpec("web_search", ("query",), ("query",),
+             '{"action":"tool","tool":"web_search","query":"<text>"}'),
+)}
+
+
+class ToolRefused(Exception):
+    """A call the tool will not perform (bad argument, confinement); `law1` marks Law 1 ones."""
+
+    def __init__(self, message: str, law1: bool = False):
+        super().__init__(message)
+        self.law1 = law1
+
+
+Approve = Callable[..., law1.Decision]
+
+
+def head_tail(text: str, limit: int) -> str:
+    """Keep the first third and the last two thirds of `limit` characters, with a marker
+    saying how much of the middle was cut (characters, never bytes: no split code points)."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    head = limit // 3
+    tail = limit - head
+    return f"{text[:head]}\n…[{len(text) - limit} characters omitted]…\n{text[-tail:]}"
+
+
+class Toolbox:
+    """The tools of one effector, bound to the workspace, the Law 1 gate and the undo store."""
+
+    def __init__(self, settings: Settings, *, approve: Approve | None = None,
+                 undo: law1.UndoStore | None = None, subtask_id: str = ""):
+        self.settings = settings
+        self.workspace = os.path.realpath(settings.workspace)
+        self.protected = law1.protected_roots(settings)
+        self.read_roots = [os.path.realpath(os.path.expanduser(r))
+                           for r in settings.read_roots.split(":") if r.strip()]
+        self.approve = approve or (lambda **_: law1.Decision(False, "no-operator",
+                                                             "no approval channel"))
+        self.undo = undo
+        self.subtask_id = subtask_id
+        self.home = os.path.expanduser("~")
+        Path(self.workspace).mkdir(parents=True, exist_ok=True)
+
+    # -- dispatch -----------------------------------------------------------------------------
+    def available(self) -> list[str]:
+        names = list(TOOL_SPECS)
+        if not self.search_configured():
+            names.remove("web_search")
+        return names
+
+    def run(self, tool: str, args: dict[str, Any]) -> ToolOutput:
+        """Run one tool call; every failure comes back as a ToolOutput, never an exception."""
+        spec = TOOL_SPECS.get(tool)
+        if spec is None:
+            return ToolOutput(error=f"unknown tool {tool!r}; available: "
+                                    f"{', '.join(self.available())}", target=tool)
+        missing = [a for a in spec.required if args.get(a) in (None, "")]
+        if missing:
+            return ToolOutput(error=f"{tool}: missing argument(s) {', '.join(missing)}",
+                              target=str(args.get(spec.args[0], "")))
+        try:
+            return getattr(self, f"_{tool}")(**{a: args.get(a) for a in spec.args})
+        except ToolRefused as exc:
+            target = str(args.get(spec.args[0], ""))
+            text = str(exc)
+            return ToolOutput(output=text if exc.law1 else "", error=text, target=target,
+                              law1=exc.law1)
+        except Exception as exc:  # a tool bug must not take the effector down
+            return ToolOutput(error=f"{tool} failed: {type(exc).__name__}: {exc}",
+                              target=str(args.get(spec.args[0], "")))
+
+    # -- confinement --------------------------------------------------------------------------
+    def confine(self, raw: Any, *, write: bool) -> str:
+        """The real path a tool may use, or ToolRefused saying why not."""
+        if not isinstance(raw, str) or not raw.strip():
+            raise ToolRefused("a path is required")
+        raw = raw.strip()
+        if "\x00" in raw:
+            raise ToolRefused("the path contains a NUL byte")
+        if raw.startswith("~"):
+            raise ToolRefused(self._refusal(raw, write, "'~' paths are refused"), law1=write)
+        if ".." in PurePosixPath(raw).parts:
+            raise ToolRefused(self._refusal(raw, write, "'..' is refused"), law1=write)
+        joined = raw if os.path.isabs(raw) else os.path.join(self.workspace, raw)
+        real = os.path.realpath(joined)
+        for root in self.protected:
+            if law1._within(real, root):
+                raise ToolRefused(f"{law1.LAW1} refused: {raw} is inside artoo's own data dir; "
+                                  f"agent tools may never read or write it", law1=True)
+        roots = [self.workspace] if write else [self.workspace, *self.read_roots]
+        if not any(law1._within(real, root) for root in roots):
+            why = "is outside the workspace" if real == os.path.normpath(joined) else \
+                "resolves (through a symlink) outside the workspace"
+            raise ToolRefused(self._refusal(raw, write, f"{raw} {why}"), law1=write)
+        return real
+
+    def _refusal(self, raw: str, write: bool, why: str) -> str:
+        if write:
+            return (f"{law1.LAW1} refused: {why}; files may only be written inside the workspace "
+                    f"{self.workspace} (use a relative path)")
+        roots = ", ".join([self.workspace, *self.read_roots])
+        return f"refused: {why}; file tools read only inside {roots} (use shell for other reads)"
+
+    def display(self, real: str) -> str:
+        if law1._within(real, self.workspace):
+            rel = os.path.relpath(real, self.workspace)
+            return "." if rel == "." else rel
+        return real
+
+    # -- approvals ----------------------------------------------------------------------------
+    def _approved(self, *, kind: str, command: str, paths: list[str], classification: str,
+                  reason: str, snapshot_roots: list[str]) -> tuple[bool, str]:
+        """Ask for approval; on yes keep an undo copy. Returns (approved, note or refusal)."""
+        decision = self.approve(kind=kind, command=command, paths=paths,
+                                classification=classification, reason=reason)
+        if not decision.approved:
+            what = f"{classification} action `{command}` ({reason})"
+            return False, law1.law1_refusal(what, decision)
+        note = ""
+        if self.undo is not None:
+            inside = [p for p in paths if law1._within(p, self.workspace)]
+            # A command whose targets cannot be enumerated (code, unknown programs): copy the
+            # whole workspace, within undo_max_bytes.
+            roots = snapshot_roots or ([] if paths else [self.workspace])
+            try:
+                note = self.undo.save(inside, command=command, subtask_id=self.subtask_id,
+                                      snapshot_roots=roots)
+            except OSError as exc:
+                note = f"no undo copy: {exc}"
+        return True, f"approved by {decision.decided_by}" + (f"; {note}" if note else "")
+
+    # -- shell --------------------------------------------------------------------------------
+    def _shell(self, command: Any) -> ToolOutput:
+        if not isinstance(command, str):
+            raise ToolRefused("command must be a string")
+        verdict = law1.classify(command, workspace=self.workspace, protected=self.protected,
+                                cwd=self.workspace, home=self.home)
+        if verdict.protected:
+            raise ToolRefused(f"{law1.LAW1} refused: `{command}` {verdict.reason}", law1=True)
+        prefix = ""
+        if verdict.needs_approval:
+            ok, note = self._approved(kind="shell", command=command, paths=verdict.paths,
+                                      classification=verdict.level, reason=verdict.reason,
+                                      snapshot_roots=verdict.snapshot_roots)
+            if not ok:
+                return ToolOutput(output=note, error=note, target=command, law1=True)
+            prefix = f"[{note}]\n"
+        out, code, timed_out = self._run_bash(command)
+        out = self._redact(out)
+        if timed_out:
+            error = f"timed out after {self.settings.shell_timeout_s:g}s (process group killed)"
+        elif code != 0:
+            last = next((ln for ln in reversed(out.strip().splitlines()) if ln.strip()), "")
+            error = f"exit status {code}" + (f": {last[:200]}" if last else "")
+        else:
+            error = None
+        return ToolOutput(output=prefix + (out if out.strip() else "(no output)"), error=error,
+                          target=command)
+
+    def _run_bash(self, command: str) -> tuple[str, int, bool]:
+        argv = ["bash", "-c", command]
+        kwargs: dict[str, Any] = {}
+        if _SETPRIV:
+            argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
+        else:  # pragma: no cover - setpriv is part of util-linux
+            kwargs["preexec_fn"] = die_with_parent
+        proc = subprocess.Popen(argv, cwd=self.workspace, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=self._env(), process_group=0, close_fds=True, **kwargs)
+        capture = _Capture(self.settings.shell_output_max_chars)
+        reader = threading.Thread(target=capture.drain, args=(proc.stdout,), daemon=True)
+        reader.start()
+        timed_out = False
+        try:
+            proc.wait(self.settings.shell_timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        # Kill the whole group: background children must not outlive the call.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+        reader.join(2.0)
+        return capture.text(), proc.returncode, timed_out
+
+    def _env(self) -> dict[str, str]:
+        env = {}
+        for key, value in os.environ.items():
+            if key.startswith("ARTOO_") and key not in _KEEP_ARTOO_ENV:
+                continue
+            if key.startswith(_DROP_ENV_PREFIXES) or _SECRET_ENV.search(key):
+                continue
+            env[key] = value
+        env.update({"PWD": self.workspace, "PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb",
+                    "GIT_TERMINAL_PROMPT": "0"})
+        return env
+
+    def _redact(self, text: str) -> str:
+        """Drop output lines that name artoo's data dir (e.g. from `find ~` or `grep -r ~`)."""
+        if not any(root in text for root in self.protected):
+            return text
+        lines = text.splitlines(keepends=True)
+        hidden = sum(1 for ln in lines if any(root in ln for root in self.protected))
+        kept = [ln for ln in lines if not any(root in ln for root in self.protected)]
+        return "".join(kept) + f"[{hidden} line(s) about artoo's data dir hidden]\n"
+
+    # -- files --------------------------------------------------------------------------------
+    def _read_file(self, path: Any) -> ToolOutput:
+        real = self.confine(path, write=False)
+        if os.path.isdir(real):
+            raise ToolRefused(f"{path} is a directory; use the list tool")
+        size = os.path.getsize(real)
+        with open(real, "rb") as fh:
+            data = fh.read(MAX_READ_BYTES)
+        if b"\x00" in data[:8192]:
+            raise ToolRefused(f"{path} is a binary file ({size} bytes)")
+        text = data.decode("utf-8", errors="replace")
+        if size > MAX_READ_BYTES:
+            text += f"\n[file continues: {size - MAX_READ_BYTES} more bytes not read]"
+        return ToolOutput(output=text if text else "(empty file)", target=self.display(real))
+
+    def _write_file(self, path: Any, content: Any) -> ToolOutput:
+        real = self.confine(path, write=True)
+        if not isinstance(content, str):
+            content = json.dumps(content, ensure_ascii=False, indent=2)
+        if os.path.isdir(real):
+            raise ToolRefused(f"{path} is a directory")
+        note = ""
+        if os.path.lexists(real):
+            try:
+                with open(real, encoding="utf-8", errors="strict") as fh:
+                    if fh.read() == content:
+                        return ToolOutput(output=f"{self.display(real)} already has this content "
+                                                 f"(unchanged)", target=self.display(real))
+            except (OSError, UnicodeDecodeError):
+                pass
+            ok, note = self._approved(kind="overwrite", command=f"write_file {path}",
+                                      paths=[real], classification=law1.DESTRUCTIVE,
+                                      reason=f"overwrites existing {real}", snapshot_roots=[])
+            if not ok:
+                return ToolOutput(output=note, error=note, target=self.display(real), law1=True)
+        os.makedirs(os.path.dirname(real), exist_ok=True)
+        with open(real, "w", encoding="utf-8") as fh:
+            fh.write(content)
+        text = f"wrote {len(content)} characters to {self.display(real)}"
+        return ToolOutput(output=text + (f" [{note}]" if note else ""), target=self.display(real))
+
+    def _list(self, path: Any = None) -> ToolOutput:
+        real = self.confine(path or ".", write=False)
+        if not os.path.isdir(real):
+            raise ToolRefused(f"{path} is not a directory")
+        rows = []
+        with os.scandir(real) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            full = os.path.realpath(entry.path)
+            if any(law1._within(full, root) for root in self.protected):
+                continue
+            try:
+                if entry.is_dir():
+                    rows.append(f"{entry.name}/")
+                else:
+                    rows.append(f"{entry.name}  {entry.stat().st_size} B")
+            except OSError:
+                rows.append(f"{entry.name}  (unreadable)")
+        extra = f"\n… {len(rows) - MAX_LIST} more entries" if len(rows) > MAX_LIST else ""
+        body = "\n".join(rows[:MAX_LIST]) + extra
+        return ToolOutput(output=body or "(empty directory)", target=self.display(real))
+
+    def _glob(self, pattern: Any, root: Any = None) -> ToolOutput:
+        if not isinstance(pattern, str) or ".." in PurePosixPath(pattern).parts \
+                or pattern.startswith(("/", "~")):
+            raise ToolRefused("glob patterns are relative to root and may not contain '..'")
+        base = self.confine(root or ".", write=False)
+        matches = []
+        iterator = Path(base).rglob(pattern) if "/" not in pattern else Path(base).glob(pattern)
+        for match in iterator:
+            real = os.path.realpath(match)
+            if any(law1._within(real, r) for r in self.protected):
+                continue
+            if any(part in _SKIP_DIRS for part in match.relative_to(base).parts[:-1]):
+                continue
+            matches.append(self.display(str(match)))
+            if len(matches) > MAX_LIST:
+                break
+        if not matches:
+            return ToolOutput(output=f"(no files matched {pattern} under {self.display(base)})",
+                              target=pattern)
+        more = f"\n… more matches not shown" if len(matches) > MAX_LIST else ""
+        return ToolOutput(output="\n".join(sorted(matches[:MAX_LIST])) + more, target=pattern)
+
+    def _search_text(self, pattern: Any, path: Any = None, glob: Any = None) -> ToolOutput:
+        if not isinstance(pattern, str):
+            raise ToolRefused("pattern must be a string")
+        try:
+            regex = re.compile(pattern)
+        except re.error:
+            regex = re.compile(re.escape(pattern))
+        base = self.confine(path or ".", write=False)
+        deadline = time.monotonic() + self.settings.search_timeout_s
+        hits: list[str] = []
+        files = [base] if os.path.isfile(base) else _walk_files(base, glob)
+        truncated = False
+        for file in files:
+            if time.monotonic() > deadline:
+                truncated = True
+                break
+            if any(law1._within(os.path.realpath(file), r) for r in self.protected):
+                continue
+            try:
+                if os.path.getsize(file) > MAX_READ_BYTES:
+                    continue
+                with open(file, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            if b"\x00" in data[:8192]:
+                continue
+            for lineno, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                if regex.search(line):
+                    hits.append(f"{self.display(file)}:{lineno}: {line.strip()[:200]}")
+                    if len(hits) >= MAX_MATCHES:
+                        truncated = True
+                        break
+            if len(hits) >= MAX_MATCHES:
+                break
+        if not hits:
+            return ToolOutput(output=f"(no matches for {pattern!r} under {self.display(base)})",
+                              target=pattern)
+        tail = "\n… search stopped early (limit reached)" if truncated else ""
+        return ToolOutput(output="\n".join(hits) + tail, target=pattern)
+
+    # -- web search ---------------------------------------------------------------------------
+    def search_configured(self) -> bool:
+        return bool(self.settings.search_url or os.environ.get("SERPER_API_KEY"))
+
+    def _web_search(self, query: Any) -> ToolOutput:
+        if not isinstance(query, str) or not query.strip():
+            raise ToolRefused("query must be a non-empty string")
+        if not self.search_configured():
+            return ToolOutput(error="web_search unavailable: no search provider is configured "
+                                    "(set ARTOO_SEARCH_URL to a SearXNG-style JSON endpoint or "
+                                    "SERPER_API_KEY); answer from local tools or say it is not "
+                                    "possible", target=query)
+        timeout = self.settings.search_timeout_s
+        if self.settings.search_url:
+            url = self.settings.search_url
+            sep = "&" if "?" in url else "?"
+            req = urllib.request.Request(f"{url}{sep}" + urllib.parse.urlencode(
+                {"q": query, "format": "json"}), headers={"User-Agent": "artoo"})
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                payload = json.loads(resp.read().decode("utf-8", "replace"))
+            results = [(r.get("title", ""), r.get("content", ""), r.get("url", ""))
+                       for r in payload.get("results", [])]
+        else:
+            req = urllib.request.Request(
+                "https://google.serper.dev/search", data=json.dumps({"q": query, "num": 10}).encode(),
+                headers={"X-API-KEY": os.environ["SERPER_API_KEY"],
+                         "Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                payload = json.loads(resp.read().decode("utf-8", "replace"))
+            results = [(r.get("title", ""), r.get("snippet", ""), r.get("link", ""))
+                       for r in payload.get("organic", [])]
+        if not results:
+            return ToolOutput(output=f"no results for {query!r}", target=query)
+        blocks = ["\n".join(x for x in (t, s, u) if x) for t, s, u in results[:5]]
+        return ToolOutput(output="\n\n".join(blocks), target=query)
+
+
+def _walk_files(base: str, glob: Any):
+    import fnmatch
+    for dirpath, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(files):
+            if glob and isinstance(glob, str) and not fnmatch.fnmatch(name, glob):
+                continue
+            yield os.path.join(dirpath, name)
+
+
+class _Capture:
+    """Bounded capture of a stream: the head and a rolling tail (memory stays bounded even when
+    a command prints gigabytes)."""
+
+    def __init__(self, limit_chars: int):
+        self.head_limit = max(1024, limit_chars // 3)
+        self.tail_limit = max(2048, limit_chars - self.head_limit)
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_len = 0
+        self.dropped = 0
+
+    def drain(self, stream) -> None:
+        try:
+            while True:
+                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+                if not chunk:
+                    break
+                room = self.head_limit - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    self.tail.append(chunk)
+                    self.tail_len += len(chunk)
+                    while self.tail_len - len(self.tail[0]) >= self.tail_limit:
+                        self.tail_len -= len(self.tail[0])
+                        self.dropped += len(self.tail.popleft())
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def text(self) -> str:
+        tail = b"".join(self.tail)
+        if len(tail) > self.tail_limit:
+            self.dropped += len(tail) - self.tail_limit
+            tail = tail[-self.tail_limit:]
+        if not self.dropped:
+            return (bytes(self.head) + tail).decode("utf-8", "replace")
+        return (f"{self.head.decode('utf-8', 'replace')}\n…[{self.dropped} bytes of output "
+                f"omitted]…\n{tail.decode('utf-8', 'replace')}")
