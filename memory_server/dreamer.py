@@ -35,7 +35,7 @@ from protocol.settings import Settings
 
 from . import mkct
 from .mkct import FLAG_CONSOLIDATED, KEY_BYTES, LEVEL_CODE
-from .store import MemoryStore, entry_flags, new_id
+from .store import MemoryStore, new_id
 
 log = logging.getLogger("artoo.memory.dreamer")
 
@@ -239,18 +239,9 @@ class Dreamer:
         store = self.store
 
         def demote(txn):
-            done = []
-            for tag16, entry, newer in items:
-                id16 = entry[:KEY_BYTES]
-                if store._rewrite(txn, tag16, entry, level=LEVEL_CODE["K"], k=k,
-                                  recalled=now) is None:
-                    continue
-                store._touch_recall(txn, id16, now)
-                store._update_lifecycle(txn, id16, level="K", k=k, demoted_at=now,
-                                        demoted_by="trust_bankruptcy",
-                                        newer_decision=round(newer, 6))
-                done.append(id16)
-            return done
+            return [entry[:KEY_BYTES] for tag16, entry, newer in items
+                    if store._demote(txn, tag16, entry, k, now, "trust_bankruptcy",
+                                     newer_decision=round(newer, 6))]
 
         demoted = store.call(demote, weight=len(items))
         with store.read() as txn:
@@ -269,23 +260,12 @@ class Dreamer:
         def promote(txn):
             rec = [rule_id, "C", now, group.space, group.entity, rule, group.signal, 1.0, sigma,
                    0.0]
-            store._put(txn, rec, 0.0)
-            rule16 = bytes.fromhex(rule_id)
-            store._update_lifecycle(txn, rule16, distilled_at=now,
-                                    attention=round(group.attention, 6),
-                                    decision=round(group.decision, 6),
-                                    sources=[s.hex() for s in group.sources[:1000]],
-                                    source_count=len(group.sources))
-            marked = 0
-            for id16 in group.sources:
-                current = store.find_entry(txn, group.tag16, id16)
-                if current is None or entry_flags(current) & FLAG_CONSOLIDATED:
-                    continue
-                store._rewrite(txn, group.tag16, current,
-                               flags=entry_flags(current) | FLAG_CONSOLIDATED)
-                store._update_lifecycle(txn, id16, consolidated_into=rule_id)
-                marked += 1
-            return marked
+            store._put(txn, rec, 0.0, lifecycle={
+                "distilled_at": now, "attention": round(group.attention, 6),
+                "decision": round(group.decision, 6), "source_count": len(group.sources),
+                "sources": [s.hex() for s in group.sources[:1000]]})
+            return sum(store._mark_consolidated(txn, group.tag16, id16, rule_id)
+                       for id16 in group.sources)
 
         store.call(promote, weight=len(group.sources) + 1)
         return rule_id

@@ -28,6 +28,7 @@ LEVEL_CODE = {name: code for code, name in enumerate(LEVELS)}
 DECAYING_LEVELS = (LEVEL_CODE["M"], LEVEL_CODE["K"])     # the only levels GC may delete
 RULE_LEVELS = (LEVEL_CODE["C"], LEVEL_CODE["T"])         # timeless rules returned by QueryC
 FLAG_CONSOLIDATED = 0x01                                 # distilled into a C rule by the Dreamer
+FLAG_LIFECYCLE = 0x02                                    # has a record in the lifecycle sub-db
 
 # One index entry per Megram, stored as a fixed-size duplicate value under its tag key (64 bytes).
 # The id comes first so duplicates sort by id and one entry can be found with a range seek.

@@ -20,6 +20,10 @@ transaction (group commit, fsync'd by LMDB's default sync mode before anyone is 
 acknowledged write survives SIGKILL and a killed write leaves nothing half-written. Readers use LMDB
 snapshots and never wait for the writer; the only exclusive moment is growing the map on
 MapFullError (LMDB requires no live transaction in the process while it resizes).
+
+Large tags' packed entries are cached in memory (LRU, bounded in bytes) between writes to them, so
+the planner's repeated QueryMK on a 100k-Megram tag is one numpy pass; the writer drops a tag from
+the cache when a commit touches it, and a read that raced a commit to its tag is not cached.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ import queue
 import struct
 import threading
 import time
+from collections import OrderedDict, deque
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,8 +49,8 @@ import numpy as np
 from protocol.messages import Megram, SopRecord
 
 from . import mkct
-from .mkct import (ENTRY_BYTES, ENTRY_DTYPE, FLAG_CONSOLIDATED, KEY_BYTES, KEYED_ENTRY_DTYPE,
-                   LEVEL_CODE, LEVELS)
+from .mkct import (ENTRY_BYTES, ENTRY_DTYPE, FLAG_CONSOLIDATED, FLAG_LIFECYCLE, KEY_BYTES,
+                   KEYED_ENTRY_DTYPE, LEVEL_CODE, LEVELS)
 
 log = logging.getLogger("artoo.memory.store")
 
@@ -109,9 +114,6 @@ def unpack_entry(raw: bytes) -> tuple:
     return _ENTRY.unpack(raw)
 
 
-def entry_flags(raw: bytes) -> int:
-    return raw[_FLAGS_AT]
-
 
 # ---------------------------------------------------------------------------------------------
 # a gate that lets readers share the environment and a map resize have it alone
@@ -174,7 +176,8 @@ class MemoryStore:
 
     def __init__(self, path: Path | str, map_size: int = 1 << 30, *, readonly: bool = False,
                  write_batch: int = 20_000, max_content_chars: int = 4000,
-                 ignore_below: float = mkct.IGNORE_BELOW, band: float = mkct.DECISION_BAND):
+                 ignore_below: float = mkct.IGNORE_BELOW, band: float = mkct.DECISION_BAND,
+                 cache_bytes: int = 64 << 20, cache_min_entries: int = 2048):
         self.path = Path(path)
         self.readonly = readonly
         self.write_batch = max(1, write_batch)
@@ -205,6 +208,16 @@ class MemoryStore:
         self.commits = 0
         self.megrams_written = 0
         self.resizes = 0
+        # tag cache: tag16 -> read-only entries; see the module docstring
+        self.cache_bytes = cache_bytes
+        self.cache_min_entries = cache_min_entries
+        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._cache_used = 0
+        self._cache_lock = threading.Lock()
+        self._epoch = 0                                    # commits so far
+        self._recent_touches: deque = deque(maxlen=256)    # (epoch, tags touched by that commit)
+        self._touched: set[bytes] = set()                  # writer thread: tags of this batch
+        self.cache_hits = 0
         if not readonly:
             self._check_schema()
             self._writer = threading.Thread(target=self._writer_main, name="memory-writer",
@@ -263,6 +276,46 @@ class MemoryStore:
         buf = cur.getmulti([tag16], dupdata=True, dupfixed_bytes=ENTRY_BYTES, keyfixed=True)
         return np.frombuffer(buf, dtype=KEYED_ENTRY_DTYPE) if len(buf) else \
             np.empty(0, dtype=KEYED_ENTRY_DTYPE)
+
+    def tag_entries(self, tag16: bytes) -> np.ndarray:
+        """One tag's entries, from the cache when no commit has touched the tag since."""
+        with self._cache_lock:
+            epoch = self._epoch
+            cached = self._cache.get(tag16)
+            if cached is not None:
+                self._cache.move_to_end(tag16)
+                self.cache_hits += 1
+                return cached
+        with self.read() as txn:
+            arr = self.entries(txn, tag16)
+        if len(arr) >= self.cache_min_entries and arr.nbytes <= self.cache_bytes // 4:
+            with self._cache_lock:
+                if not self._touched_since(epoch, tag16) and tag16 not in self._cache:
+                    arr.flags.writeable = False
+                    self._cache[tag16] = arr
+                    self._cache_used += arr.nbytes
+                    while self._cache_used > self.cache_bytes:
+                        _, old = self._cache.popitem(last=False)
+                        self._cache_used -= old.nbytes
+        return arr
+
+    def _touched_since(self, epoch: int, tag16: bytes) -> bool:
+        """Whether a commit after `epoch` touched the tag (True when that is no longer known)."""
+        if self._epoch == epoch:
+            return False
+        if not self._recent_touches or self._recent_touches[0][0] > epoch + 1:
+            return True
+        return any(e > epoch and tag16 in tags for e, tags in self._recent_touches)
+
+    def _invalidate(self, tags: set[bytes]) -> None:
+        """After a commit: drop the tags it touched from the cache and remember them."""
+        with self._cache_lock:
+            self._epoch += 1
+            self._recent_touches.append((self._epoch, frozenset(tags)))
+            for tag16 in tags:
+                old = self._cache.pop(tag16, None)
+                if old is not None:
+                    self._cache_used -= old.nbytes
 
     def scan(self, txn, keys_per_chunk: int = 4096) -> Iterator[np.ndarray]:
         """Every index entry of the store, in tag order, in chunks of whole tags (the Dreamer)."""
@@ -381,6 +434,13 @@ class MemoryStore:
             self._commit(batch)
 
     def _commit(self, batch: list[_Op]) -> None:
+        try:
+            self._commit_batch(batch)
+        finally:
+            self._invalidate(self._touched)
+            self._touched = set()
+
+    def _commit_batch(self, batch: list[_Op]) -> None:
         while True:
             results: list[tuple[bool, Any]] = []
             txn = self.env.begin(write=True)
@@ -424,14 +484,19 @@ class MemoryStore:
             log.info("memory map grown to %d MiB", size * 2 >> 20)
 
     # -- transaction-level mutations (run on the writer thread) --------------------------------
-    def _put(self, txn, rec: list, recalled: float) -> bool:
+    def _put(self, txn, rec: list, recalled: float, lifecycle: dict | None = None) -> bool:
         """Insert one record and its index entries; False (nothing changed) if the id exists."""
         mid, level, created, space, entity, _content, _state, f, sigma, k = rec
         id16 = id_key(mid)
         if not txn.put(id16, msgpack.packb(rec), overwrite=False, db=self.db["megrams"]):
             return False
         tag16 = tag_key(space, entity)
-        txn.put(tag16, pack_entry(id16, created, recalled, f, sigma, k, LEVEL_CODE[level], 0),
+        self._touched.add(tag16)
+        flags = 0
+        if lifecycle:
+            flags |= FLAG_LIFECYCLE
+            txn.put(id16, msgpack.packb(lifecycle), db=self.db["lifecycle"])
+        txn.put(tag16, pack_entry(id16, created, recalled, f, sigma, k, LEVEL_CODE[level], flags),
                 dupdata=True, db=self.db["tags"])
         txn.put(level.encode(), id16 + tag16, dupdata=True, db=self.db["levels"])
         txn.put(tag16, msgpack.packb([space, entity]), overwrite=False, db=self.db["tagnames"])
@@ -444,11 +509,15 @@ class MemoryStore:
         (recalled, demoted...), nothing is deleted: the caller's decision was made on stale data."""
         if not txn.delete(tag16, entry, db=self.db["tags"]):
             return False
+        self._touched.add(tag16)
         id16 = entry[:KEY_BYTES]
         level = LEVELS[entry[_LEVEL_AT]]
         txn.delete(level.encode(), id16 + tag16, db=self.db["levels"])
-        for name in ("megrams", "recall", "lifecycle"):
-            txn.delete(id16, db=self.db[name])
+        txn.delete(id16, db=self.db["megrams"])
+        if unpack_entry(entry)[2]:                       # recalled: a recall key exists
+            txn.delete(id16, db=self.db["recall"])
+        if entry[_FLAGS_AT] & FLAG_LIFECYCLE:
+            txn.delete(id16, db=self.db["lifecycle"])
         if txn.get(tag16, db=self.db["tags"]) is None:
             txn.delete(tag16, db=self.db["tagnames"])
         return True
@@ -462,6 +531,7 @@ class MemoryStore:
         new = pack_entry(*fields)
         if not txn.delete(tag16, entry, db=self.db["tags"]):
             return None
+        self._touched.add(tag16)
         txn.put(tag16, new, dupdata=True, db=self.db["tags"])
         old_level, new_level = entry[_LEVEL_AT], new[_LEVEL_AT]
         if old_level != new_level:
@@ -474,10 +544,39 @@ class MemoryStore:
     def _touch_recall(self, txn, id16: bytes, ts: float) -> None:
         txn.put(id16, _F8.pack(ts), db=self.db["recall"])
 
-    def _update_lifecycle(self, txn, id16: bytes, **changes) -> None:
-        life = self.lifecycle(txn, id16)
-        life.update(changes)
+    def _annotate(self, txn, tag16: bytes, entry: bytes, record: dict, **entry_changes
+                  ) -> bytes | None:
+        """Record a state change of a Megram: merge `record` into its lifecycle record and rewrite
+        its index entry (exact-match) with `entry_changes` and the lifecycle flag. The immutable
+        Megram record itself is never touched."""
+        flags = entry[_FLAGS_AT] | FLAG_LIFECYCLE | entry_changes.pop("flags", 0)
+        new = self._rewrite(txn, tag16, entry, flags=flags, **entry_changes)
+        if new is None:
+            return None
+        id16 = entry[:KEY_BYTES]
+        life = self.lifecycle(txn, id16) if entry[_FLAGS_AT] & FLAG_LIFECYCLE else {}
+        life.update(record)
         txn.put(id16, msgpack.packb(life), db=self.db["lifecycle"])
+        return new
+
+    def _demote(self, txn, tag16: bytes, entry: bytes, k: float, now: float, why: str,
+                **detail) -> bool:
+        """Trust bankruptcy: a C rule becomes K with a decay rate, its decay clock restarted now
+        (else a long-lived rule would vanish at once instead of decaying from its demotion)."""
+        new = self._annotate(txn, tag16, entry, {"level": "K", "k": k, "demoted_at": now,
+                                                 "demoted_by": why, **detail},
+                             level=LEVEL_CODE["K"], k=k, recalled=now)
+        if new is None:
+            return False
+        self._touch_recall(txn, entry[:KEY_BYTES], now)
+        return True
+
+    def _mark_consolidated(self, txn, tag16: bytes, id16: bytes, rule_id: str) -> bool:
+        current = self.find_entry(txn, tag16, id16)
+        if current is None or current[_FLAGS_AT] & FLAG_CONSOLIDATED:
+            return False
+        return self._annotate(txn, tag16, current, {"consolidated_into": rule_id},
+                              flags=FLAG_CONSOLIDATED) is not None
 
     # -- validation ------------------------------------------------------------------------------
     def prepare(self, m: Megram, default_ts: float, seed: bytes | None = None) -> tuple[list, float]:
@@ -563,14 +662,14 @@ class MemoryStore:
                  top_n: int = 10) -> tuple[mkct.Potentials, list[Megram]]:
         """Live dual-channel potentials of a tag pair and its strongest contributing Megrams."""
         now = now or time.time()
+        arr = self.tag_entries(tag_key(space, entity))
+        if not len(arr):
+            return mkct.Potentials(0.0, 0.0, "Ignore"), []
+        att, dec = mkct.contributions(arr, now)
+        attention, decision = float(att.sum()), float(dec.sum())
+        pot = mkct.Potentials(attention, decision,
+                              mkct.classify(attention, decision, self.ignore_below, self.band))
         with self.read() as txn:
-            arr = self.entries(txn, tag_key(space, entity))
-            if not len(arr):
-                return mkct.Potentials(0.0, 0.0, "Ignore"), []
-            att, dec = mkct.contributions(arr, now)
-            attention, decision = float(att.sum()), float(dec.sum())
-            pot = mkct.Potentials(attention, decision,
-                                  mkct.classify(attention, decision, self.ignore_below, self.band))
             top = [self.record(txn, bytes(arr[i]["id"]), arr[i], now)
                    for i in mkct.strongest(att, top_n)]
         return pot, [m for m in top if m is not None]
@@ -693,7 +792,9 @@ class MemoryStore:
         return {"megrams": total, "levels": levels, "tags": tags, "path": str(self.path),
                 "file_bytes": file_bytes, "map_size": info["map_size"],
                 "commits": self.commits, "written": self.megrams_written,
-                "resizes": self.resizes}
+                "resizes": self.resizes, "cache": {"tags": len(self._cache),
+                                                   "bytes": self._cache_used,
+                                                   "hits": self.cache_hits}}
 
     def verify(self) -> list[str]:
         """Cross-check every sub-database against the others; returns the problems found."""

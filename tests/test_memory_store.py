@@ -23,7 +23,7 @@ TAG = ("intent:count-files", "env:local")
 @pytest.fixture
 def store():
     root = Path(tempfile.mkdtemp(prefix="mem-", dir="/tmp"))
-    s = MemoryStore(root / "memory.lmdb")
+    s = MemoryStore(root / "memory.lmdb", cache_min_entries=1)   # every tag goes through the cache
     yield s
     s.close()
     import shutil
@@ -130,6 +130,23 @@ def test_map_grows_on_map_full(tmp_path):
         assert small.verify() == []
     finally:
         small.close()
+
+
+def test_tag_cache_serves_repeats_and_forgets_a_tag_on_write(store):
+    store.write([mg()])
+    first, _ = store.query_mk(*TAG)
+    again, _ = store.query_mk(*TAG)
+    assert again.attention == pytest.approx(first.attention) and store.stats()["cache"]["hits"] >= 1
+    store.write([mg("abandon")])
+    after, _ = store.query_mk(*TAG)
+    assert after.attention == pytest.approx(first.attention + 0.95)
+    store.query_c(*TAG)                      # recall resets touch the tag too
+    other = ("intent:other", "env:local")
+    store.write([mg(tag=other)])            # a commit elsewhere keeps this tag cached
+    hits = store.stats()["cache"]["hits"]
+    store.query_mk(*TAG)
+    store.query_mk(*TAG)
+    assert store.stats()["cache"]["hits"] >= hits + 1
 
 
 def test_readers_are_not_blocked_by_a_long_write(store):
