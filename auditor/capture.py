@@ -87,7 +87,7 @@ class CaptureRelay:
         self.last_tap_contact = 0.0
         self.captured = {"msg": 0, "raw": 0, "sub": 0}
         self.subscriptions: dict[str, int] = {}
-        self.resends = 0
+        self.resends = 0                      # sent but unacknowledged when a tap went away
         self._stop = threading.Event()
         self._drain_s = 0.0
         self._thread: threading.Thread | None = None
@@ -266,6 +266,7 @@ class CaptureRelay:
                 if exc.errno == zmq.EHOSTUNREACH:
                     log.warning("tap disconnected; buffering until it is back")
                     self.tap = None
+                    self.resends += len(self.inflight)
                     self.unsent.extendleft(reversed(self.inflight))
                     self.inflight.clear()
                     return
