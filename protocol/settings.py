@@ -91,6 +91,7 @@ class Settings:
     plan_max_subtasks: int = 8           # a plan with more subtasks is a violation (re-asked once)
     offer_interval_s: float = 1.0        # the dispatcher re-offers an unclaimed subtask this often
     effector_exit_grace_s: float = 2.0   # an effector gone this long without an outcome = failed
+    clarification_timeout_s: float = 300.0  # an unanswered question means "proceed as best you can"
 
     # --- effectors: spawner, tools, Law 1 ------------------------------------------------------
     claim_hold_s: float = 3.0            # a spawner holds a slot this long for an unanswered claim

@@ -13,11 +13,9 @@ arrives), which every role and the spawner act on; GGS then delivers the abandon
 from __future__ import annotations
 
 import json
-import os
 import queue
 import secrets
 import sys
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -29,8 +27,8 @@ from rich.markup import escape
 
 from protocol.bus import BusClient, BusTimeout
 from protocol.messages import (ApprovalDecision, ApprovalRequest, ClarificationReply,
-                               ClarificationRequest, ConversationalReply, FinalResult, MemoryQuery,
-                               RunOptions, TaskCancel, UserRequest)
+                               ClarificationRequest, ConversationalReply, RunOptions, TaskCancel,
+                               UserRequest)
 from protocol.settings import Settings, load_settings
 
 from . import render, tasklog
@@ -337,36 +335,24 @@ Ctrl+C while a task runs cancels it."""
 
 
 def show_memory(session: RunSession, verbose: bool) -> None:
-    console = session.console
+    """`/memory`: the memory capability's own `artoo memory stats` (and `ls` when verbose)."""
+    from memory_server import cli as memory_cli
     try:
-        _, stats = session.client.request(MemoryQuery(op="stats"), to="memory", timeout=3.0)
-        _, listing = session.client.request(MemoryQuery(op="list", n=50 if verbose else 10),
-                                            to="memory", timeout=3.0)
-    except BusTimeout:
-        console.print("[yellow]memory is not answering (is the memory role running?)[/yellow]")
-        return
-    if not stats.ok:
-        console.print(f"[red]memory error:[/red] {escape(stats.error)}")
-        return
-    console.print(escape(json.dumps(stats.stats, indent=2, default=str)), highlight=False)
-    for sop in listing.sops:
-        console.print(f"  {sop.sigma:+.2f} [{escape(sop.space)} / {escape(sop.entity)}] "
-                      f"{escape(render.clip(sop.content, 120 if verbose else 80))}", highlight=False)
-    for m in listing.megrams:
-        console.print(f"  {m.level} {m.state:<10} σ={m.sigma:+.1f} f={m.f:.2f} k={m.k:.2f} "
-                      f"{escape(render.clip(m.content, 120 if verbose else 80))}", highlight=False)
+        memory_cli.stats_cmd.callback(as_json=False)
+        if verbose:
+            memory_cli.ls_cmd.callback(space="", entity="", level=None, limit=50, as_json=False)
+    except SystemExit:  # it reports "memory not answering" itself and exits; the REPL stays
+        pass
 
 
 def show_audit(session: RunSession) -> None:
+    """`/audit`: an on-demand report over the auditor's operator socket (not the bus)."""
+    from auditor import cli as audit_cli
+    from auditor.operator import request_report
     try:
-        from auditor import operator  # type: ignore[attr-defined]
-        report = operator.request_report(session.settings, timeout=3.0)
-    except Exception as exc:  # the auditor capability is optional until it lands
-        session.console.print(f"[yellow]no audit report: {escape(str(exc))}[/yellow]")
-        return
-    session.console.print(escape(json.dumps(report if isinstance(report, dict)
-                                            else getattr(report, "model_dump", lambda: report)(),
-                                            indent=2, default=str)), highlight=False)
+        audit_cli.print_report(request_report(session.settings, timeout=3.0))
+    except (OSError, RuntimeError, ValueError) as exc:
+        session.console.print(f"[yellow]the auditor did not answer: {escape(str(exc))}[/yellow]")
 
 
 @click.command()

@@ -22,7 +22,7 @@ import secrets
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from protocol.bus import BusClient
 from protocol.envelope import Envelope

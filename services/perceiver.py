@@ -7,7 +7,8 @@
   when the LLM resolved "yesterday" into a date anyway.
 * Clarification: at most `clarification_rounds` questions, only when an operator is present; then one
   final call told to proceed, and if it still asks, the raw request itself becomes the intent (the Go
-  reference published an empty TaskSpec there).
+  reference published an empty TaskSpec there). A question unanswered for `clarification_timeout_s`
+  is treated as "do your best", so no task waits on an absent operator.
 * The conversational fast path is decided in code and only for whole-input greetings and identity
   questions, never for anything that might need a tool or live data (digest §2.1, risk 15).
   The run then ends with the ConversationalReply: no TaskSpec, no GGS, no FinalResult.
@@ -21,6 +22,7 @@ import logging
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 from pydantic import BaseModel, Field
@@ -28,7 +30,7 @@ from pydantic import BaseModel, Field
 from protocol.bus import BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (ClarificationReply, ClarificationRequest, ConversationalReply,
-                               FinalResult, TaskCancel, TaskConstraints, TaskSpec, UserRequest)
+                               TaskConstraints, TaskSpec, UserRequest)
 from protocol.settings import Settings
 
 from . import tasklog
@@ -199,8 +201,9 @@ class Perceiver:
         self._llm = llm
         self.lock = threading.Lock()
         self.store = TaskStateStore(settings, ROLE)
-        self.pending: dict[str, dict] = {}      # task -> {request, qa, round, deadline_at}
+        self.pending: dict[str, dict] = {}      # task -> {request, qa, round, asked_at, ...}
         self.done: dict[str, float] = {}         # tasks already turned into a TaskSpec/reply
+        self.pool = ThreadPoolExecutor(2, thread_name_prefix="perceiver-expire")
 
     def register(self) -> None:
         c = self.client
@@ -208,6 +211,7 @@ class Perceiver:
         c.on("ClarificationReply", self.on_clarification, ack=True, partition=True, threaded=True)
         c.on("TaskCancel", self.on_end, partition=True)
         c.on("FinalResult", self.on_end, partition=True)
+        c.add_timer(1.0, self.expire_questions)
         c.heartbeat_info = lambda: {"pending_clarifications": len(self.pending)}
 
     def resume(self) -> None:
@@ -249,6 +253,23 @@ class Perceiver:
                        answer=reply.answer)
         self._perceive(state)
 
+    def expire_questions(self) -> None:
+        """Timer: a question the operator left unanswered becomes "proceed as best you can"."""
+        limit = time.time() - self.settings.clarification_timeout_s
+        with self.lock:
+            expired = [s for s in self.pending.values()
+                       if s.get("asked_at", 0) < limit and len(s["qa"]) < s["round"]]
+            for state in expired:
+                state["qa"].append({"question": state.get("question", ""), "answer": ""})
+                state["round"] = self.settings.clarification_rounds  # ask no more
+        for state in expired:
+            tasklog.append(self.settings.tasks_dir, state["task_id"], "clarification_reply",
+                           round=state["round"], answer="", timed_out=True)
+            self.pool.submit(self._perceive, state)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
     def on_end(self, env: Envelope, msg) -> None:
         task = msg.task_id
         with self.lock:
@@ -288,6 +309,7 @@ class Perceiver:
         if got.needs_clarification and got.question.strip() and may_ask:
             state["round"] += 1
             state["question"] = got.question.strip()
+            state["asked_at"] = time.time()
             with self.lock:
                 self.pending[task] = state
             self.store.save(task, state)

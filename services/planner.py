@@ -252,7 +252,7 @@ class Planner:
         self.settings = settings
         self._llm = llm
         self.dispatcher = Dispatcher(client, settings)
-        self._busy: set[str] = set()          # tasks being planned right now
+        self._task_locks: dict[str, threading.Lock] = {}   # one planning at a time per task
         self._lock = threading.Lock()
 
     def register(self) -> None:
@@ -270,52 +270,52 @@ class Planner:
         return self._llm
 
     # -- handlers ------------------------------------------------------------------------------
+    def _task_lock(self, task_id: str) -> threading.Lock:
+        with self._lock:
+            return self._task_locks.setdefault(task_id, threading.Lock())
+
     def on_spec(self, env: Envelope, spec: TaskSpec) -> None:
-        if self.dispatcher.get(spec.task_id) is not None or self.dispatcher.ended(spec.task_id):
-            return  # re-delivered TaskSpec: the plan already exists (maybe from before a restart)
-        self._plan(spec, None, 0, env.id)
+        with self._task_lock(spec.task_id):
+            if self.dispatcher.get(spec.task_id) is not None or self.dispatcher.ended(spec.task_id):
+                return  # re-delivered TaskSpec: the plan exists (maybe from before a restart)
+            self._plan(spec, None, 0, env.id)
 
     def on_directive(self, env: Envelope, directive: PlanDirective) -> None:
-        plan = self.dispatcher.get(directive.task_id)
-        if plan is None:
-            if self.dispatcher.ended(directive.task_id):
+        with self._task_lock(directive.task_id):
+            plan = self.dispatcher.get(directive.task_id)
+            if plan is None:
+                if not self.dispatcher.ended(directive.task_id):
+                    self._fail_unknown(directive)
                 return
-            self._fail_unknown(directive)
-            return
-        if env.id in plan.handled:
-            return  # re-delivered directive, already acted on
-        self._plan(plan.spec, directive, plan.round + 1, env.id, previous=plan)
+            if env.id in plan.handled:
+                return  # re-delivered directive, already acted on
+            self._plan(plan.spec, directive, plan.round + 1, env.id, previous=plan)
 
     def on_end(self, env: Envelope, msg: FinalResult | TaskCancel) -> None:
         self.dispatcher.drop(msg.task_id)
+        with self._lock:
+            self._task_locks.pop(msg.task_id, None)
 
     # -- planning ------------------------------------------------------------------------------
     def _plan(self, spec: TaskSpec, directive: PlanDirective | None, round_: int, msg_id: str,
               previous: TaskPlan | None = None) -> None:
+        """Calibrate, ask, validate, dispatch (serialised per task by the caller's lock)."""
         task = spec.task_id
-        with self._lock:
-            if task in self._busy:
-                return
-            self._busy.add(task)
-        try:
-            calibration = calibrate_memory(self.client, self.settings, spec, directive)
-            if calibration.recall is not None:
-                self.client.publish(calibration.recall)
-            tools = list(dict.fromkeys(directive.blocked_tools)) if directive else []
-            targets = list(dict.fromkeys(directive.blocked_targets)) if directive else []
-            last_round = previous.describe_outcomes() if previous else ""
-            prompt = plan_prompt(spec, calibration.text, directive, last_round)
-            plan, error = self._ask(spec, prompt, tools, targets)
-            if self.dispatcher.ended(task):
-                return  # cancelled or finished while the LLM was thinking
-            if plan is None:
-                self._planning_failed(spec, error, round_)
-                return
-            self.dispatcher.start_round(spec, round_, plan, tools, targets, calibration.must_not,
-                                        calibration.text, handled=msg_id, previous=previous)
-        finally:
-            with self._lock:
-                self._busy.discard(task)
+        calibration = calibrate_memory(self.client, self.settings, spec, directive)
+        if calibration.recall is not None:
+            self.client.publish(calibration.recall)
+        tools = list(dict.fromkeys(directive.blocked_tools)) if directive else []
+        targets = list(dict.fromkeys(directive.blocked_targets)) if directive else []
+        last_round = previous.describe_outcomes() if previous else ""
+        prompt = plan_prompt(spec, calibration.text, directive, last_round)
+        plan, error = self._ask(spec, prompt, tools, targets)
+        if self.dispatcher.ended(task):
+            return  # cancelled or finished while the LLM was thinking
+        if plan is None:
+            self._planning_failed(spec, error, round_)
+            return
+        self.dispatcher.start_round(spec, round_, plan, tools, targets, calibration.must_not,
+                                    calibration.text, handled=msg_id, previous=previous)
 
     def _ask(self, spec: TaskSpec, prompt: str, tools: list[str],
              targets: list[str]) -> tuple[PlanReply | None, str]:

@@ -45,7 +45,8 @@ def test_relative_dates_guard():
 
 @pytest.fixture(scope="module")
 def stack():
-    with pipeline_stack(["perceiver"], {"ARTOO_LLM_RETRIES": "0"}) as s:
+    with pipeline_stack(["perceiver"], {"ARTOO_LLM_RETRIES": "0",
+                                        "ARTOO_CLARIFICATION_TIMEOUT_S": "3"}) as s:
         s.planner_rec = s.recorder("planner", ["TaskSpec"], ack=("TaskSpec",))
         s.ggs_rec = s.recorder("ggs", ["TaskSpec"], ack=("TaskSpec",))
         s.user_rec = s.recorder("user", ["ClarificationRequest", "ConversationalReply"],
@@ -115,6 +116,17 @@ def test_clarification_at_most_two_rounds_then_proceed(stack):
     prompts = stack.llm.filter("perceiver", rid)
     assert len(prompts) == 3 and FINAL_CALL in prompts[2].user and "A: main" in prompts[2].user
     assert len(stack.user_rec.of("ClarificationRequest", rid)) == 2
+
+
+def test_unanswered_question_times_out_into_best_interpretation(stack):
+    rid = run_id()
+    stack.llm.add("perceiver", clarify("Which repository?"), task=rid)
+    stack.llm.add("perceiver", perception("Summarise the recent changes"), task=rid)
+    stack.submit(stack.user, rid, "summarise the changes", interactive=True)
+    stack.user_rec.wait_type("ClarificationRequest", rid)
+    spec = spec_of(stack, rid)  # nobody answers
+    assert spec.intent == "Summarise the recent changes"
+    assert FINAL_CALL in stack.llm.filter("perceiver", rid)[1].user
 
 
 def test_no_operator_means_no_question(stack):
