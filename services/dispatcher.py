@@ -33,19 +33,12 @@ from protocol.settings import Settings
 
 from . import tasklog
 from .taskstate import TaskStateStore
+from .tools import head_tail
 
 log = logging.getLogger("artoo.dispatcher")
 
 PRIOR_OUTPUTS_HEADING = "Outputs from prior steps (use these directly — do not re-run discovery):"
 _TOMBSTONES = 20_000
-
-
-def head_tail(text: str, limit: int) -> str:
-    """Keep the first third and the last two thirds of an over-long text (counted in characters)."""
-    if len(text) <= limit:
-        return text
-    head = limit // 3
-    return text[:head] + "\n...[middle truncated]...\n" + text[-(limit - head):]
 
 
 def render_output(output: Any) -> str:

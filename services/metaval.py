@@ -29,7 +29,8 @@ from protocol.messages import (Criterion, CriterionVerdict, DispatchManifest, Fi
 from protocol.settings import Settings
 
 from . import tasklog
-from .dispatcher import head_tail, render_output
+from .dispatcher import render_output
+from .tools import head_tail
 from .llm import LLMClient, LLMError
 from .role import run_role
 from .taskstate import TaskStateStore

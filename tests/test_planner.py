@@ -10,7 +10,7 @@ import pytest
 from pipeline_harness import FakeSpawner, pipeline_stack, run_id
 from protocol.messages import LossBreakdown, PlanDirective, TaskCancel, TaskSpec
 from replies_pipeline import INVALID_JSON, PROSE, empty_plan, plan, subtask
-from services.dispatcher import PRIOR_OUTPUTS_HEADING, head_tail
+from services.dispatcher import PRIOR_OUTPUTS_HEADING
 from services.planner import PlanReply, normalise_sequences, validate_plan
 
 
@@ -49,12 +49,6 @@ def test_plan_reply_tolerates_string_criteria_and_bare_lists():
     assert p.subtasks[0].success_criteria[0].text == "prints 3"
     assert p.subtasks[0].success_criteria[0].mode == "verifiable"
     assert p.subtasks[0].sequence == 2
-
-
-def test_head_tail_keeps_a_third_head_and_two_thirds_tail():
-    text = "H" * 5000 + "T" * 7000
-    out = head_tail(text, 3000)
-    assert out.startswith("H" * 1000) and out.endswith("T" * 2000) and "truncated" in out
 
 
 # ---------------------------------------------------------------------------------------------
