@@ -9,6 +9,7 @@ import sys
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from protocol.bus import BusTimeout
@@ -30,7 +31,8 @@ COMMAND_MODULES = [
 
 
 def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[red]error:[/red] {message}")
+    # no wrapping (paths stay copyable) and no markup parsing of the message (it quotes paths/logs)
+    err_console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     sys.exit(code)
 
 
@@ -107,8 +109,8 @@ def status(as_json: bool, window: float) -> None:
                              "unacked": 0, "lost": 0, "in_flight": 0, "info": {}}
                             for r, i in daemon.expected_instances(daemon.daemon_env(settings))]}
     print_status(report, as_json)
-    if not all(r["alive"] for r in report["roles"]):
-        sys.exit(1)
+    if not daemon.ready(report, daemon.expected_instances(daemon.daemon_env(settings))):
+        sys.exit(1)  # an expected role is missing
 
 
 for _name in COMMAND_MODULES:

@@ -135,6 +135,13 @@ class DaemonError(RuntimeError):
     pass
 
 
+def _describe(settings: Settings, program: str, instance: int, info: dict) -> str:
+    """`name[i] STATE (log PATH: last lines)` for an error message the operator can act on."""
+    log = info.get("stdout_logfile") or str(settings.logs_dir)
+    return (f"{program}[{instance}] {info.get('statename', 'unknown')} "
+            f"(log {log}: {_tail(log) or 'empty'})")
+
+
 def _tail(path: str, lines: int = 3) -> str:
     try:
         with open(path, "rb") as f:
@@ -178,28 +185,45 @@ def up(settings: Settings, timeout_s: float = 90.0, extra_env: dict[str, str] | 
                 raise DaemonError("supervisord did not open its control socket") from None
             time.sleep(0.05)
     expected = expected_instances(env)
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            report = collect_status(settings, env=env, window_s=1.5)
-            missing = [f"{r['role']}[{r['instance']}]" for r in report["roles"] if not r["alive"]]
-            raise DaemonError(f"roles not ready after {timeout_s:.0f}s: {', '.join(missing)} "
-                              f"(logs: {settings.logs_dir})")
-        fatal = [f"{p}[{i}] (log {info.get('stdout_logfile') or settings.logs_dir}: "
-                 f"{_tail(info.get('stdout_logfile', '')) or 'empty'})"
-                 for (p, i), info in supervisor_processes(settings).items()
-                 if info.get("statename") == "FATAL"]
-        if fatal:
-            raise DaemonError("roles failed to start and were given up by supervisord: "
-                              + "; ".join(fatal) + ". Fix the cause, then `artoo down` and "
-                              "`artoo up`.")
-        try:
-            report = collect_status(settings, env=env, window_s=min(2.0, remaining))
-        except BusTimeout:
-            time.sleep(0.1)  # the bus itself is still starting
-            continue
-        if all(r["alive"] for r in report["roles"]) and len(report["roles"]) >= len(expected):
-            return report
+    watch: BusClient | None = None
+    collector = HeartbeatCollector()
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            sup = supervisor_processes(settings)
+            if remaining <= 0:
+                report = status_report(settings, env, collector, sup)
+                missing = [(r["role"], r["instance"]) for r in report["roles"] if not r["alive"]]
+                raise DaemonError(f"roles not ready after {timeout_s:.0f}s: "
+                                  + "; ".join(_describe(settings, p, i, sup.get((p, i), {}))
+                                              for p, i in missing))
+            # FATAL: supervisord gave up; EXITED: it will not restart it. up cannot finish.
+            fatal = [_describe(settings, p, i, info) for (p, i), info in sup.items()
+                     if info.get("statename") in ("FATAL", "EXITED")]
+            if fatal:
+                raise DaemonError("roles failed to start and were given up by supervisord: "
+                                  + "; ".join(fatal) + ". Fix the cause, then `artoo down` and "
+                                  "`artoo up`.")
+            if watch is None:
+                try:
+                    watch, collector = watch_heartbeats(settings, min(1.0, remaining))
+                except BusTimeout:
+                    continue  # the bus itself is still starting
+            report = status_report(settings, env, collector, sup)
+            if ready(report, expected):
+                return report
+            collector.changed.wait(0.25)  # a new heartbeat, or time to look at supervisord again
+            collector.changed.clear()
+    finally:
+        if watch is not None:
+            watch.stop()
+
+
+def ready(report: dict, expected: list[tuple[str, int]]) -> bool:
+    """Every expected instance heartbeats (extra processes, e.g. effectors, do not count)."""
+    alive = {(r["role"], r["instance"]) for r in report["roles"] if r["alive"]}
+    return all(key in alive for key in expected) and all(
+        r["alive"] for r in report["roles"] if r["role"] == local_model.PROGRAM)
 
 
 def down(settings: Settings, timeout_s: float = 30.0) -> list[int]:
@@ -251,8 +275,19 @@ def sweep(settings: Settings) -> list[int]:
             proc.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(procs, timeout=5)
+    # Gone or a zombie (dead, waiting for a parent that is not us to reap it) both count as ended;
+    # psutil.wait_procs would sit out its whole timeout on a zombie that is not our child.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_running(p) for p in procs):
+        time.sleep(0.02)
     return [p.pid for p in procs]
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,15 +307,21 @@ class HeartbeatCollector:
         self.changed.set()
 
 
+def watch_heartbeats(settings: Settings, timeout_s: float) -> tuple[BusClient, HeartbeatCollector]:
+    """A started bus client recording every heartbeat (raises BusTimeout without a bus)."""
+    collector = HeartbeatCollector()
+    client = BusClient("user", settings=settings, heartbeat=False)
+    client.on("Heartbeat", collector)
+    client.start(timeout=timeout_s)
+    return client, collector
+
+
 def collect_status(settings: Settings, env: dict[str, str] | None = None,
                    window_s: float = 1.5) -> dict:
     """Listen to heartbeats until every expected instance is heard or window_s passes."""
     env = env or daemon_env(settings)
     expected = expected_instances(env)
-    collector = HeartbeatCollector()
-    client = BusClient("user", settings=settings, heartbeat=False)
-    client.on("Heartbeat", collector)
-    client.start(timeout=min(window_s, 2.0) + 1.0)
+    client, collector = watch_heartbeats(settings, min(window_s, 2.0) + 1.0)
     try:
         deadline = time.monotonic() + window_s
         while time.monotonic() < deadline:
@@ -291,10 +332,17 @@ def collect_status(settings: Settings, env: dict[str, str] | None = None,
             collector.changed.clear()
     finally:
         client.stop()
-    sup = supervisor_processes(settings)
+    return status_report(settings, env, collector, supervisor_processes(settings))
+
+
+def status_report(settings: Settings, env: dict[str, str], collector: HeartbeatCollector,
+                  sup: dict[tuple[str, int], dict]) -> dict:
+    """One row per expected instance (and any other heartbeating process) from the beats so far."""
+    expected = expected_instances(env)
     rows = []
     now = time.time()
-    seen = dict(collector.beats)
+    with collector.lock:
+        seen = dict(collector.beats)
     keys = list(expected) + sorted(k for k in seen if k not in expected)
     for role, inst in keys:
         beat = seen.get((role, inst))
