@@ -127,6 +127,7 @@ class BusClient:
         self._pending: dict[str, _Pending] = {}
         self._seen: _Lru = _Lru(self.settings.dedup_capacity)       # msg id -> "running"/"done"
         self._replies: _Lru = _Lru(2048)                           # request id -> reply frames
+        self._answering: set[str] = set()                          # request ids being handled
         self._futures: dict[str, Future] = {}
         self._timers: list[list] = []                               # [next_at, interval, fn]
         self._in_flight = 0
@@ -680,6 +681,9 @@ class BusClient:
                 if cached is not None:
                     self._send_frames(cached)
                     continue
+                if env.id in self._answering:
+                    continue  # a re-sent request whose first copy is still being answered
+                self._answering.add(env.id)
             if sub.ack:
                 state = self._seen.get(env.id)
                 if state == "done":
@@ -707,8 +711,10 @@ class BusClient:
             if threaded:
                 with self._in_flight_lock:
                     self._in_flight -= 1
-        if sub.request and isinstance(result, Body):
-            self._submit(("reply", env, result, None))
+        if sub.request:
+            if isinstance(result, Body):
+                self._submit(("reply", env, result, None))  # cached before it returns
+            self._answering.discard(env.id)
         if sub.ack:
             def finish():
                 self._seen.put(env.id, "done")

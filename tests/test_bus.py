@@ -21,7 +21,7 @@ from conftest import REPO, start_process, stop_process, wait_bus_ready
 from protocol import curve
 from protocol.bus import BusClient, BusTimeout
 from protocol.envelope import Envelope, encode
-from protocol.messages import EffectorStarted, MemoryQuery, SubTaskAssign
+from protocol.messages import EffectorStarted, MemoryQuery, MemoryResult, SubTaskAssign
 from protocol.settings import load_settings
 
 PROBE = [str(REPO / "tests" / "probe_role.py")]
@@ -366,3 +366,30 @@ def test_tcp_without_keys_fails_clearly(artoo_env, monkeypatch, tmp_path):
     client = BusClient("user", settings=load_settings(), heartbeat=False)
     with pytest.raises(BusTimeout, match="CURVE keys"):
         client.start(timeout=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# request/reply
+# ----------------------------------------------------------------------------------------------
+
+def test_slow_request_is_answered_once_despite_resends(bus_process, bus_clients):
+    release, calls, replies = threading.Event(), [], []
+
+    def answer(env, msg):
+        calls.append(env.id)
+        release.wait(30)
+        return MemoryResult(op=msg.op, stats={"calls": len(calls)})
+
+    replier = bus_clients("memory",
+                          lambda c: c.on("MemoryQuery", answer, request=True, threaded=True))
+    asker = bus_clients("planner")
+    thread = threading.Thread(target=lambda: replies.append(
+        asker.request(MemoryQuery(op="stats"), to="memory", timeout=30)))
+    thread.start()
+    deadline = time.monotonic() + 20
+    while replier.received < 3:  # the asker re-sent its request at least twice meanwhile
+        assert time.monotonic() < deadline, replier.stats()
+        time.sleep(0.05)
+    release.set()
+    thread.join(30)
+    assert len(calls) == 1 and replies and replies[0][1].stats == {"calls": 1}
