@@ -17,7 +17,7 @@ import re
 import sys
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -533,57 +533,82 @@ def tap_verify(as_json: bool, directory: Optional[Path]) -> None:
 # audit
 # ----------------------------------------------------------------------------------------------
 
+def _t(value) -> str:
+    return _clock(value) if isinstance(value, (int, float)) else "never"
+
+
+def _violation(v: dict) -> str:
+    return (f"{_t(v.get('time'))}  {v.get('sender')} ({v.get('node')}) → "
+            f"{v.get('to') or 'everyone'}  {v.get('type')}  task {v.get('task')}\n"
+            f"      {v.get('reason')}")
+
+
+def _convergence(c: dict) -> str:
+    extra = ""
+    if c.get("trend"):
+        extra = f"; L by round: {c['trend']}"
+    return (f"{_t(c.get('time'))}  {c.get('kind')}  task {c.get('task')} round {c.get('round')}"
+            + (f" directive {c['directive']} ∇L {c['grad_l']:+}" if "grad_l" in c else "")
+            + f"\n      {c.get('detail', '')}{extra}")
+
+
+def _drift(a: dict) -> str:
+    return (f"{a.get('role')} {a.get('metric')} = {a.get('value')} ({a.get('direction')}) vs its "
+            f"baseline {a.get('baseline')} over {a.get('baseline_windows')} window(s); "
+            f"{a.get('samples')} samples")
+
+
+def _gap(g: dict) -> str:
+    who = f" from {g['sender']}" if g.get("sender") else ""
+    return (f"{g.get('kind')}: {g.get('receiver')} — {g.get('count')}{who} "
+            f"({_t(g.get('first_at'))} – {_t(g.get('last_at'))})")
+
+
+def _missing(m: dict) -> str:
+    text = f"{m.get('role')}[{m.get('instance')}] {m.get('state')}: last heartbeat " \
+           f"{_t(m.get('last_seen'))}, noticed {_t(m.get('detected_at'))}"
+    if m.get("state") == "recovered":
+        text += f", back after {m.get('silent_s')}s" + (" (restarted)" if m.get("restarted")
+                                                        else "")
+    return text
+
+
 _LISTS = (
-    ("boundary_violations", "Boundary violations", ("time", "sender", "type", "to", "task", "node",
-                                                    "reason")),
-    ("convergence_failures", "Convergence failures", ("time", "kind", "task", "round", "directive",
-                                                      "grad_l", "detail")),
-    ("drift_alerts", "Role drift", ("role", "metric", "value", "baseline", "samples", "direction")),
-    ("bus_gaps", "Bus gaps", ("kind", "receiver", "sender", "count", "first_at", "last_at")),
-    ("missing_roles", "Missing roles", ("role", "instance", "state", "last_seen", "detected_at",
-                                        "silent_s", "restarted")),
+    ("boundary_violations", "Boundary violations", _violation),
+    ("convergence_failures", "Convergence failures", _convergence),
+    ("drift_alerts", "Role drift", _drift),
+    ("bus_gaps", "Bus gaps", _gap),
+    ("missing_roles", "Missing roles", _missing),
 )
 
 
-def _cell(key: str, value) -> str:
-    if value is None:
-        return "-"
-    if key in ("time", "first_at", "last_at", "last_seen", "detected_at", "back_at") and \
-            isinstance(value, (int, float)):
-        return _clock(value)
-    return str(value)
-
-
 def print_report(rep: dict) -> None:
+    """The report for a human: header, every anomaly list (or 'none'), role statistics."""
     start, end = rep["window_start"], rep["window_end"]
     console.print(f"[bold]audit report[/bold] {rep['report_id']} ({rep['trigger']}), window "
                   f"{_clock(start)} – {_clock(end)} ({end - start:.0f}s): "
                   f"{rep['messages_observed']} messages, {rep['tasks_observed']} tasks, "
                   f"{rep.get('corrections', 0)} corrections, gap trends "
                   f"{rep.get('gap_trends') or {}}, final results {rep.get('final_results') or {}}")
-    for key, title, cols in _LISTS:
+    for key, title, fmt in _LISTS:
         items = rep.get(key) or []
         omitted = (rep.get("omitted") or {}).get(key, 0)
         if not items:
             console.print(f"[green]{title}: none[/green]")
             continue
-        table = Table(title=f"{title}: {len(items)}" + (f" (+{omitted} not listed)" if omitted
-                                                         else ""), title_justify="left",
-                      title_style="bold red")
-        for col in cols:
-            table.add_column(col)
+        console.print(f"[bold red]{title}: {len(items)}[/bold red]"
+                      + (f" (+{omitted} not listed)" if omitted else ""))
         for item in items:
-            table.add_row(*(escape(_cell(c, item.get(c))) for c in cols))
-        console.print(table)
+            console.print(f"  • {escape(fmt(item))}")
     stats = rep.get("role_stats") or {}
     if stats:
         table = Table(title="role statistics (this window)", title_justify="left")
-        for col in ("role", "messages", "metrics (value / baseline, samples)", "restarts"):
-            table.add_column(col)
+        for col in ("role", "messages", "metrics: value/baseline (samples)", "restarts"):
+            table.add_column(col, overflow="fold")
         for role, st in sorted(stats.items()):
             metrics = "; ".join(
-                f"{m}={v['value']}" + (f"/{v['baseline']}" if v.get("baseline") is not None
-                                       else "") + f" n={v['samples']}"
+                f"{m} {v['value']}" + (f"/{v['baseline']}" if v.get("baseline") is not None
+                                       else "") + f" ({v['samples']})"
                 for m, v in (st.get("metrics") or {}).items())
             table.add_row(role, str(st.get("messages", 0)), metrics or "-",
                           str(st.get("restarts", 0)))
@@ -623,7 +648,7 @@ def audit(as_json: bool, last: bool, strict: bool) -> None:
         click.echo(json.dumps(rep, indent=2, default=str))
     else:
         print_report(rep)
-    if strict and any(rep.get(key) for key, _t, _c in _LISTS):
+    if strict and any(rep.get(key) for key, _title, _fmt in _LISTS):
         sys.exit(1)
 
 
