@@ -609,7 +609,7 @@ class BusClient:
         except ProtocolError as exc:
             self._reject(exc)
             return
-        stream = stream_of(topic)
+        stream = topic.split(b"/", 1)[0]  # = stream_of(topic), inlined on the hot path
         mine = topic.startswith(self._my_prefix)
         if mine or self._all_subscribed or stream in self._full_streams:
             key = (env.node, stream)

@@ -138,7 +138,8 @@ def decode(frames: list[bytes], max_bytes: int) -> tuple[bytes, Envelope]:
 def parse_body(env: Envelope) -> Body:
     """Validate the body against its type's model; raises ProtocolError('schema')."""
     try:
-        return MESSAGE_TYPES[env.type].model_validate(env.body)
+        # the model's validator itself: what model_validate runs, minus its Python wrapper
+        return MESSAGE_TYPES[env.type].__pydantic_validator__.validate_python(env.body)
     except ValidationError as exc:
         first = exc.errors()[0] if exc.errors() else {}
         loc = ".".join(str(p) for p in first.get("loc", ()))
@@ -146,4 +147,5 @@ def parse_body(env: Envelope) -> Body:
 
 
 def dump_body(msg: Body) -> dict[str, Any]:
-    return msg.model_dump(mode="python")
+    """The body as plain msgpack-able values (= model_dump(), without its Python wrapper)."""
+    return msg.__pydantic_serializer__.to_python(msg)
