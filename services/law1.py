@@ -1684,7 +1684,7 @@ class ApprovalGate:
                                                f"no decision within {wait:.0f}s")
                 self._pending.pop(approval_id, None)
         tasklog.append(self.settings.tasks_dir, task_id, "approval",
-                       subtask_id=self.subtask.subtask_id, kind=kind, command=command,
+                       subtask_id=self.subtask.subtask_id, action=kind, command=command,
                        paths=paths, classification=classification, reason=reason,
                        approved=decision.approved, decided_by=decision.decided_by)
         return decision

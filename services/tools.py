@@ -46,7 +46,7 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
         _prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
 
 
-_SETPRIV = shutil.which("setpriv")
+SETPRIV = shutil.which("setpriv")
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
 _DROP_ENV_PREFIXES = ("OPENAI_", "BRAIN_", "TOOL_", "ANTHROPIC_", "SERPER_")
 _KEEP_ARTOO_ENV = ("ARTOO_DAEMON_TAG", "ARTOO_EFFECTOR_SPAWNER", "ARTOO_EFFECTOR_SUBTASK")
@@ -246,8 +246,8 @@ class Toolbox:
     def _run_bash(self, command: str) -> tuple[str, int, bool]:
         argv = ["bash", "-c", command]
         kwargs: dict[str, Any] = {}
-        if _SETPRIV:
-            argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
+        if SETPRIV:
+            argv = [SETPRIV, "--pdeathsig", "KILL", "--", *argv]
         else:  # pragma: no cover - setpriv is part of util-linux
             kwargs["preexec_fn"] = die_with_parent
         proc = subprocess.Popen(argv, cwd=self.workspace, stdin=subprocess.DEVNULL,

@@ -1,0 +1,345 @@
+"""R4a Agent-Validator (seeds/000 §6; Go digest §2.5): the fast loop's sensor and controller.
+
+For each ExecutionResult it judges every success criterion against the tool records (tool output is
+ground truth; the executor's output is only a claim), then decides in code: all met → matched;
+an operator's Law 1 denial, an executor `failed` status, an infrastructure error or a verdict of
+`failed` → failed without retry; otherwise one CorrectionSignal while scored attempts remain
+(`validator_max_attempts`, maxRetries 2), then failed. Code, not the LLM, has the last word on:
+criteria claimed met without any successful tool record (not met), and the failure class — any
+permission / not-found / network / timeout / [LAW1] evidence promotes a failed criterion to
+environmental (never the reverse). Each attempt adds a gap-trajectory point; the outcome's
+criteria_verdicts count failed_attempts/attempts so GGS can weight plausible criteria by k/N.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from protocol.messages import (CorrectionSignal, Criterion, CriterionVerdict, ExecutionResult,
+                               GapTrajectoryPoint, SubTask, SubTaskOutcome, ToolCallRecord)
+from protocol.settings import Settings
+
+from . import tasklog
+from .law1 import LAW1
+from .llm import LLMError
+from .tools import head_tail
+
+log = logging.getLogger("artoo.agentval")
+
+ENVIRONMENTAL_EVIDENCE = {
+    "permission": re.compile(r"permission denied|operation not permitted|access denied|"
+                             r"\beacces\b|\beperm\b|read-only file system", re.I),
+    "not-found": re.compile(r"no such file|not found|does not exist|doesn't exist|"
+                            r"cannot find|\benoent\b|command not found|"
+                            r"executable file not found|no such directory", re.I),
+    "network": re.compile(r"connection refused|connection reset|network is unreachable|"
+                          r"network error|could not resolve|name or service not known|"
+                          r"temporary failure in name resolution|no route to host|"
+                          r"ssl error|unavailable: no search provider", re.I),
+    "timeout": re.compile(r"timed out|time out|timeout|deadline exceeded", re.I),
+    "law1": re.compile(re.escape(LAW1)),
+}
+_INFRA = re.compile(r"executor LLM error|context canceled|deadline exceeded|LLM call failed|"
+                    r"invalid LLM output", re.I)
+
+
+def environmental_cause(text: str) -> Optional[str]:
+    """The environmental class that evidence text shows, if any."""
+    for cause, pattern in ENVIRONMENTAL_EVIDENCE.items():
+        if pattern.search(text or ""):
+            return cause
+    return None
+
+
+class CriterionJudgement(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    criterion: str = ""
+    met: bool = False
+    evidence: str = ""
+    failure_class: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerate(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        value = dict(value)
+        if "met" not in value:
+            verdict = str(value.get("verdict") or value.get("result") or "").lower()
+            value["met"] = verdict in ("pass", "met", "true", "yes", "passed", "ok")
+        elif isinstance(value["met"], str):
+            value["met"] = value["met"].strip().lower() in ("true", "yes", "pass", "met")
+        for key in ("criterion", "evidence", "failure_class"):
+            if value.get(key) is None:
+                value[key] = ""
+            elif not isinstance(value[key], str):
+                value[key] = json.dumps(value[key], ensure_ascii=False)
+        return value
+
+
+class ValidatorReply(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    criteria: list[CriterionJudgement] = Field(default_factory=list)
+    verdict: str = ""
+    what_was_wrong: str = ""
+    what_to_do: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerate(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            value = dict(value)
+            for alias in ("criteria_results", "criteria_verdicts", "results"):
+                if "criteria" not in value and isinstance(value.get(alias), list):
+                    value["criteria"] = value[alias]
+            for key in ("verdict", "what_was_wrong", "what_to_do"):
+                if value.get(key) is None:
+                    value[key] = ""
+                elif not isinstance(value[key], str):
+                    value[key] = json.dumps(value[key], ensure_ascii=False)
+        return value
+
+
+_SYSTEM = """You are the Agent-Validator of artoo. For each success criterion of a subtask, decide whether the tool records prove it is met.
+Rules:
+- Tool records are ground truth; the executor's output is only its claim.
+- A criterion is met only when a record shows it. A plausible criterion is met when the output is consistent with the records.
+- A claimed action (write, download, delete, run) that a record shows failed or was refused is NOT met.
+- A correct search that finds nothing is a valid answer.
+- For each unmet criterion, failure_class is "environmental" (permission, missing file or command, network, timeout, [LAW1] refusal) or "logical" (wrong approach, target or reasoning).
+- verdict: "matched" if all are met; "retry" if another attempt could fix it; "failed" if it cannot be done.
+Reply with JSON only: {"criteria":[{"criterion":"<text>","met":true,"evidence":"<short quote from a record>","failure_class":""}],"verdict":"matched","what_was_wrong":"","what_to_do":""}"""
+
+
+@dataclass
+class Judgement:
+    kind: str                                   # matched / retry / failed
+    outcome: Optional[SubTaskOutcome] = None
+    correction: Optional[CorrectionSignal] = None
+
+
+class AgentValidator:
+    """R4a for one subtask (all its attempts)."""
+
+    def __init__(self, subtask: SubTask, llm, settings: Settings):
+        self.subtask = subtask
+        self.llm = llm
+        self.settings = settings
+        self.criteria: list[Criterion] = list(subtask.success_criteria) or [
+            Criterion(text=subtask.intent, mode="verifiable")]
+        self.max_attempts = max(1, settings.validator_max_attempts)
+        local = bool(getattr(llm, "local", False))
+        self.record_budget = (1500 if local else 2 * settings.tool_output_chars)
+        self.records: list[tuple[int, ToolCallRecord]] = []   # (attempt, record), all attempts
+        self.attempt_verdicts: list[list[CriterionVerdict]] = []
+        self.trajectory: list[GapTrajectoryPoint] = []
+        self.last_output: Any = None
+        self.task_id = subtask.parent_task_id
+
+    # -- prompt -------------------------------------------------------------------------------
+    def user_prompt(self, result: ExecutionResult) -> str:
+        lines = [f"Today's date: {time.strftime('%Y-%m-%d (%A)')}",
+                 f"Subtask: {self.subtask.intent}", "Criteria:"]
+        lines += [f"{i}. [{c.mode}] {c.text}" for i, c in enumerate(self.criteria, 1)]
+        claim = result.output if isinstance(result.output, str) else json.dumps(
+            result.output, ensure_ascii=False, default=str)
+        lines.append(f"Executor status: {result.status}")
+        lines.append(f"Executor output (a claim): {head_tail(claim or '(none)', 1500)}")
+        if result.uncertainty:
+            lines.append(f"Executor uncertainty: {result.uncertainty}")
+        if not self.records:
+            lines.append("Tool records: none (no tool was called).")
+        else:
+            lines.append("Tool records (ground truth, oldest first):")
+            per = max(300, self.record_budget // max(1, len(self.records)))
+            for i, (attempt, rec) in enumerate(self.records, 1):
+                target = " ".join((rec.target or json.dumps(rec.arguments)).split())[:200]
+                status = f"ERROR: {rec.error}" if rec.error else "ok"
+                lines.append(f"#{i} (attempt {attempt}) {rec.tool} {target} → {status}")
+                if rec.output and rec.output != rec.error:
+                    lines.append(head_tail(rec.output, per))
+        return "\n".join(lines)
+
+    # -- judging ------------------------------------------------------------------------------
+    def judge(self, result: ExecutionResult) -> Judgement:
+        attempt = len(self.attempt_verdicts) + 1
+        self.records += [(result.attempt, r) for r in result.tool_calls]
+        self.last_output = result.output
+        reply: Optional[ValidatorReply] = None
+        infra_error = ""
+        if result.status != "failed":            # failed → failed outcome, no scoring call
+            try:
+                reply = self.llm.complete_json(ValidatorReply, _SYSTEM, self.user_prompt(result),
+                                               task_id=self.task_id)
+            except LLMError as exc:
+                infra_error = f"scoring error: {exc}"
+            except Exception as exc:  # never silence
+                infra_error = f"scoring error: {type(exc).__name__}: {exc}"
+        verdicts = self._verdicts(result, reply, infra_error)
+        self.attempt_verdicts.append(verdicts)
+        unmet = [v for v in verdicts if v.verdict == "fail"]
+        classes = {v.failure_class for v in unmet}
+        aggregate = "" if not unmet else (classes.pop() if len(classes) == 1 else "mixed")
+        score = round(1 - len(unmet) / len(verdicts), 4)
+        self.trajectory.append(GapTrajectoryPoint(attempt=attempt, score=score,
+                                                  unmet_criteria=[v.criterion for v in unmet],
+                                                  failure_class=aggregate))
+        for v in verdicts:
+            tasklog.append(self.settings.tasks_dir, self.task_id, "criterion_verdict",
+                           subtask_id=self.subtask.subtask_id, attempt=attempt,
+                           criterion=v.criterion, met=v.verdict == "pass", evidence=v.evidence,
+                           failure_class=v.failure_class or None)
+        denials = [r for _, r in self.records if r.law1 and _operator_denied(r)]
+        if not unmet:
+            return self._final("matched", None)
+        if result.status == "failed":
+            return self._final("failed", f"executor failed: {result.uncertainty or result.output}")
+        if infra_error:
+            return self._final("failed", infra_error)
+        if denials:
+            return self._final("failed", "; ".join(_law1_lines(denials)) or "refused by Law 1")
+        if reply is not None and reply.verdict.strip().lower() == "failed":
+            return self._final("failed", f"validator: {reply.what_was_wrong or 'cannot be done'}")
+        if attempt < self.max_attempts:
+            first = unmet[0]
+            correction = CorrectionSignal(
+                task_id=self.task_id, subtask_id=self.subtask.subtask_id, attempt_number=attempt,
+                failed_criterion=first.criterion, failure_class=first.failure_class,
+                what_was_wrong=(reply.what_was_wrong if reply and reply.what_was_wrong
+                                else f"not met: {first.criterion} ({first.evidence})"),
+                what_to_do=(reply.what_to_do if reply and reply.what_to_do
+                            else "use a different approach and prove each criterion with a "
+                                 "tool call"))
+            tasklog.append(self.settings.tasks_dir, self.task_id, "correction",
+                           subtask_id=self.subtask.subtask_id, attempt=attempt,
+                           what_was_wrong=correction.what_was_wrong,
+                           what_to_do=correction.what_to_do)
+            return Judgement("retry", correction=correction)
+        last_issue = (reply.what_was_wrong if reply and reply.what_was_wrong
+                      else f"not met: {unmet[0].criterion}")
+        return self._final("failed", f"max retries ({self.max_attempts}) reached; last issue: "
+                                     f"{last_issue}")
+
+    def _verdicts(self, result: ExecutionResult, reply: Optional[ValidatorReply],
+                  infra_error: str) -> list[CriterionVerdict]:
+        judgements = list(reply.criteria) if reply else []
+        by_text = {_norm(j.criterion): j for j in judgements if j.criterion}
+        ok_records = [r for _, r in self.records if not r.error]
+        out: list[CriterionVerdict] = []
+        for i, crit in enumerate(self.criteria):
+            j = by_text.get(_norm(crit.text))
+            if j is None and i < len(judgements) and _norm(judgements[i].criterion) not in \
+                    {_norm(c.text) for c in self.criteria}:
+                j = judgements[i]             # matched by position when the text was reworded
+            if result.status == "failed":
+                met, evidence = False, f"executor failed: {result.uncertainty or result.output}"
+                klass = "environmental" if _INFRA.search(evidence) else ""
+            elif infra_error:
+                met, evidence, klass = False, infra_error, "environmental"
+            elif j is None:
+                met, evidence, klass = False, "not judged by the validator", "logical"
+            else:
+                met, evidence = j.met, j.evidence
+                klass = j.failure_class.strip().lower()
+            if met and crit.mode == "verifiable" and not ok_records:
+                met = False
+                evidence = ("no successful tool call supports this; the executor's claim alone "
+                            "is not evidence")
+                klass = "logical"
+            if met:
+                klass = ""
+            else:
+                klass = klass if klass in ("logical", "environmental") else "logical"
+                if klass != "environmental":
+                    klass = self._promote(evidence, result)
+            out.append(CriterionVerdict(criterion=crit.text, mode=crit.mode,
+                                        verdict="pass" if met else "fail", failure_class=klass,
+                                        evidence=str(evidence)[:500]))
+        return out
+
+    def _promote(self, evidence: str, result: ExecutionResult) -> str:
+        """Law 0 in code: environmental evidence promotes a failure, whatever the LLM said."""
+        texts = [evidence or ""]
+        for _, rec in self.records:
+            if rec.law1:
+                return "environmental"
+            if rec.error:
+                texts.append(rec.error)
+                texts.append(rec.output or "")
+        if result.status == "failed":
+            texts += [result.uncertainty or "", str(result.output or "")]
+        return "environmental" if any(environmental_cause(t) for t in texts) else "logical"
+
+    def _final(self, status: str, reason: Optional[str]) -> Judgement:
+        n = len(self.attempt_verdicts)
+        last = self.attempt_verdicts[-1]
+        verdicts = []
+        for idx, v in enumerate(last):
+            failed = sum(1 for attempt in self.attempt_verdicts
+                         if idx < len(attempt) and attempt[idx].verdict == "fail")
+            verdicts.append(v.model_copy(update={"failed_attempts": failed, "attempts": n}))
+        law1_lines = _law1_lines([r for _, r in self.records if r.law1])
+        if status == "failed" and law1_lines and reason and LAW1 not in reason:
+            reason = f"{reason}; " + "; ".join(law1_lines)
+        outcome = SubTaskOutcome(
+            task_id=self.task_id, subtask_id=self.subtask.subtask_id,
+            parent_task_id=self.subtask.parent_task_id, intent=self.subtask.intent,
+            success_criteria=self.criteria, status=status, output=self.last_output,
+            failure_reason=reason if status == "failed" else None,
+            gap_trajectory=list(self.trajectory), criteria_verdicts=verdicts,
+            tool_calls=[r for _, r in self.records], plan_round=self.subtask.plan_round,
+            sequence=self.subtask.sequence)
+        tasklog.append(self.settings.tasks_dir, self.task_id, "subtask_end",
+                       subtask_id=self.subtask.subtask_id, status=status,
+                       failure_reason=outcome.failure_reason, attempts=n)
+        return Judgement(status, outcome=outcome)
+
+    def deadline_outcome(self, records: list[ToolCallRecord], reason: str) -> SubTaskOutcome:
+        """A failed outcome when the subtask runs out of time mid-attempt (honest, with what ran)."""
+        seen = {id(r) for _, r in self.records}
+        extra = [r for r in records if id(r) not in seen]
+        law1_lines = _law1_lines([r for r in [*(r for _, r in self.records), *extra] if r.law1])
+        if law1_lines:
+            reason = f"{reason}; " + "; ".join(law1_lines)
+        n = max(1, len(self.attempt_verdicts))
+        verdicts = [CriterionVerdict(criterion=c.text, mode=c.mode, verdict="fail",
+                                     failure_class="environmental", evidence=reason[:500],
+                                     failed_attempts=n, attempts=n) for c in self.criteria]
+        return SubTaskOutcome(
+            task_id=self.task_id, subtask_id=self.subtask.subtask_id,
+            parent_task_id=self.subtask.parent_task_id, intent=self.subtask.intent,
+            success_criteria=self.criteria, status="failed", output=self.last_output,
+            failure_reason=reason, gap_trajectory=list(self.trajectory),
+            criteria_verdicts=verdicts, tool_calls=[r for _, r in self.records] + extra,
+            plan_round=self.subtask.plan_round, sequence=self.subtask.sequence)
+
+
+def _operator_denied(record: ToolCallRecord) -> bool:
+    """An approval that was asked and refused (as opposed to a confinement refusal, which a
+    different approach can avoid)."""
+    text = record.error or record.output or ""
+    return text.startswith(f"{LAW1} refused:") and ("the operator declined" in text or
+                                                    "no operator" in text or
+                                                    "no answer from the operator" in text)
+
+
+def _law1_lines(records: list[ToolCallRecord]) -> list[str]:
+    out: list[str] = []
+    for rec in records:
+        text = (rec.error or rec.output or "").strip()
+        line = text.splitlines()[0] if text else f"{LAW1} refused: {rec.tool} {rec.target}"
+        line = line if line.startswith(LAW1) else f"{LAW1} {line}"
+        line = line.split(" The action was not performed")[0]
+        if line not in out:
+            out.append(line[:300])
+    return out
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).lower().split()).strip(" .")

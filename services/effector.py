@@ -1,0 +1,267 @@
+"""The effector process: R3 Executor + R4a Agent-Validator for exactly one subtask, then exit.
+
+Started by the spawner (forked from its preloaded zygote) with one SubTask. Both roles live on one
+BusClient and speak as themselves (`as_role`): R3 publishes each ExecutionResult, R4a receives it
+*from the bus* (so the tap sees the fast loop), and answers with a CorrectionSignal that R3 again
+receives from the bus, or with the final SubTaskOutcome, sent to metaval and planner and
+acknowledged by both. An in-process watchdog re-publishes a result or correction the other side has
+not picked up (PUB/SUB may drop), and a deadline watchdog sends an honest failed outcome shortly
+before the spawner's hard kill. Law 1 approvals are asked over the bus (ApprovalRequest →
+ApprovalDecision, acked only by the effector that asked).
+
+Exit codes: 0 outcome delivered, 1 crashed, 3 outcome not acknowledged in time, 4 deadline.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import queue
+import secrets
+import sys
+import threading
+import time
+from typing import Callable, Optional
+
+from protocol.bus import BusClient
+from protocol.messages import (CorrectionSignal, CriterionVerdict, ExecutionResult, SubTask,
+                               SubTaskOutcome)
+from protocol.settings import Settings, load_settings
+
+from . import law1, tasklog
+from .agentval import AgentValidator, Judgement
+from .executor import Executor
+from .llm import LLMClient, LLMError
+from .tools import Toolbox
+
+log = logging.getLogger("artoo.effector")
+
+EXIT_DELIVERED, EXIT_CRASHED, EXIT_UNACKED, EXIT_DEADLINE = 0, 1, 3, 4
+REPUBLISH_S = 2.0
+
+
+class RoleBus:
+    """Lets a second role in this process (agentval) publish its LLM accounting as itself."""
+
+    def __init__(self, client: BusClient, role: str):
+        self.client = client
+        self.role = role
+
+    def publish(self, msg, **kwargs):
+        return self.client.publish(msg, as_role=self.role, **kwargs)
+
+
+class Effector:
+    """The fast loop of one subtask, wired over one bus client."""
+
+    def __init__(self, subtask: SubTask, settings: Settings, client: BusClient,
+                 executor: Executor, validator: AgentValidator, *, deadline_at: float,
+                 exit_on_deadline: bool = True):
+        self.subtask = subtask
+        self.settings = settings
+        self.client = client
+        self.executor = executor
+        self.validator = validator
+        self.deadline_at = deadline_at
+        self.exit_on_deadline = exit_on_deadline
+        self.events: queue.Queue = queue.Queue()
+        self._cond = threading.Condition()
+        self.judged: set[int] = set()              # attempts R4a has taken from the bus
+        self.corrections_seen: set[int] = set()    # corrections R3 has taken from the bus
+        self._outcome_lock = threading.Lock()
+        self.outcome: Optional[SubTaskOutcome] = None
+        self.acked = threading.Event()
+        self.ack_ok = False
+        self._timer: Optional[threading.Timer] = None
+
+    # -- subscriptions ------------------------------------------------------------------------
+    def register(self) -> None:
+        sid, node, task = self.subtask.subtask_id, self.client.node, self.subtask.parent_task_id
+        mine = lambda env, msg: msg.subtask_id == sid and env.node == node  # noqa: E731
+        self.client.on("ExecutionResult", self.on_result, task=task, when=mine, threaded=True)
+        self.client.on("CorrectionSignal", self.on_correction, task=task, when=mine)
+
+    # -- R4a side -----------------------------------------------------------------------------
+    def on_result(self, env, result: ExecutionResult) -> None:
+        with self._cond:
+            if result.attempt in self.judged or self.outcome is not None:
+                return
+            self.judged.add(result.attempt)
+            self._cond.notify_all()
+        try:
+            judgement = self.validator.judge(result)
+        except Exception as exc:  # a validator bug still ends in an honest outcome
+            log.exception("validator failed")
+            judgement = Judgement("failed", outcome=self._failed_outcome(
+                f"validator crashed: {type(exc).__name__}: {exc}"))
+        if judgement.kind == "retry" and judgement.correction is not None:
+            self._publish_until(judgement.correction, "agentval", self.corrections_seen,
+                                judgement.correction.attempt_number)
+        else:
+            self.deliver(judgement.outcome)
+
+    # -- R3 side ------------------------------------------------------------------------------
+    def on_correction(self, env, correction: CorrectionSignal) -> None:
+        with self._cond:
+            if correction.attempt_number in self.corrections_seen:
+                return
+            self.corrections_seen.add(correction.attempt_number)
+            self._cond.notify_all()
+        self.events.put(("correction", correction))
+
+    def _publish_until(self, msg, role: str, seen: set[int], key: int) -> None:
+        """Publish on the bus and re-publish until the other side has taken it (or we end)."""
+        while True:
+            self.client.publish(msg, as_role=role)
+            with self._cond:
+                self._cond.wait_for(lambda: key in seen or self.outcome is not None,
+                                    timeout=REPUBLISH_S)
+                if key in seen or self.outcome is not None:
+                    return
+            if not self.client.ready:
+                return
+
+    def deliver(self, outcome: SubTaskOutcome) -> bool:
+        """Send the one SubTaskOutcome of this subtask (first caller wins)."""
+        with self._outcome_lock:
+            if self.outcome is not None:
+                return False
+            self.outcome = outcome
+        with self._cond:
+            self._cond.notify_all()
+
+        def done(ok: bool) -> None:
+            self.ack_ok = ok
+            self.acked.set()
+
+        self.client.send(outcome, consumers=("metaval", "planner"), as_role="agentval",
+                         on_done=done)
+        self.events.put(("final", outcome))
+        return True
+
+    def _failed_outcome(self, reason: str) -> SubTaskOutcome:
+        return self.validator.deadline_outcome(self.executor.history, reason)
+
+    # -- deadline -----------------------------------------------------------------------------
+    def arm_deadline(self) -> None:
+        budget = self.deadline_at - time.time()
+        margin = min(self.settings.effector_deadline_margin_s, max(0.5, budget * 0.1))
+        delay = max(0.0, budget - margin)
+        self._timer = threading.Timer(delay, self._on_deadline, args=(margin,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _on_deadline(self, margin: float) -> None:
+        calls = len(self.executor.history)
+        sent = self.deliver(self._failed_outcome(
+            f"deadline: the subtask ran out of time after {calls} tool call(s)"))
+        if sent:
+            self.acked.wait(max(0.2, margin * 0.8))
+        if self.exit_on_deadline:
+            os._exit(EXIT_DEADLINE)
+
+    # -- main loop ----------------------------------------------------------------------------
+    def run(self) -> int:
+        self.arm_deadline()
+        attempt, correction = 1, None
+        while self.outcome is None:
+            result = self.executor.run_attempt(attempt, correction)
+            if self.outcome is not None:
+                break
+            self._publish_until(result, "executor", self.judged, result.attempt)
+            kind, payload = self._next_event()
+            if kind == "final":
+                break
+            correction = payload
+            attempt = payload.attempt_number + 1
+        delivered = self.acked.wait(self.settings.effector_ack_wait_s)
+        if self._timer:
+            self._timer.cancel()
+        return EXIT_DELIVERED if delivered and self.ack_ok else EXIT_UNACKED
+
+    def _next_event(self):
+        while True:
+            try:
+                return self.events.get(timeout=0.5)
+            except queue.Empty:
+                if self.outcome is not None:
+                    return ("final", self.outcome)
+
+
+def build_llms(settings: Settings) -> dict[str, LLMClient]:
+    """The two LLM clients of an effector (built once in the spawner's zygote when possible)."""
+    return {"executor": LLMClient.for_role("executor", settings),
+            "agentval": LLMClient.for_role("agentval", settings)}
+
+
+def run_effector(subtask: SubTask, settings: Settings | None = None, *,
+                 ready: Callable[[], None] | None = None,
+                 llms: dict[str, LLMClient] | None = None,
+                 exit_on_deadline: bool = True) -> int:
+    """Run one subtask to its outcome; returns the process exit code."""
+    settings = settings or load_settings()
+    task_id, sid = subtask.parent_task_id, subtask.subtask_id
+    deadline_at = subtask.deadline_at or (time.time() + settings.subtask_deadline_s)
+    client = BusClient("executor", settings=settings, heartbeat=False,
+                       node=f"effector-{os.getpid()}-{secrets.token_hex(2)}")
+    llm_error = ""
+    try:
+        llms = llms or build_llms(settings)
+    except Exception as exc:  # LLMError or a broken configuration
+        llm_error = f"no LLM available for the effector: {exc}"
+        llms = {"executor": None, "agentval": None}
+    if llms["executor"] is not None:
+        llms["executor"].bus = client
+        llms["agentval"].bus = RoleBus(client, "agentval")
+    gate = law1.ApprovalGate(client, subtask, settings, deadline_at=deadline_at)
+    toolbox = Toolbox(settings, approve=gate.ask, undo=law1.UndoStore(settings, task_id),
+                      subtask_id=sid)
+    executor = Executor(subtask, llms["executor"], toolbox, settings)
+    validator = AgentValidator(subtask, llms["agentval"], settings)
+    effector = Effector(subtask, settings, client, executor, validator, deadline_at=deadline_at,
+                        exit_on_deadline=exit_on_deadline)
+    effector.register()
+    client.on("ApprovalDecision", gate.on_decision, ack=True, task=task_id, when=gate.expects)
+    client.start()
+    if ready:
+        ready()
+    tasklog.append(settings.tasks_dir, task_id, "subtask_begin", subtask_id=sid,
+                   intent=subtask.intent, sequence=subtask.sequence,
+                   criteria=[c.model_dump() for c in subtask.success_criteria], pid=os.getpid())
+    try:
+        if llm_error:
+            outcome = validator.deadline_outcome([], llm_error)
+            outcome.criteria_verdicts = [CriterionVerdict(
+                criterion=c.text, mode=c.mode, verdict="fail", failure_class="environmental",
+                evidence=llm_error[:500], failed_attempts=0, attempts=0)
+                for c in validator.criteria]
+            effector.deliver(outcome)
+            ok = effector.acked.wait(settings.effector_ack_wait_s)
+            return EXIT_DELIVERED if ok and effector.ack_ok else EXIT_UNACKED
+        return effector.run()
+    except Exception as exc:
+        log.exception("effector for %s crashed", sid)
+        if effector.deliver(effector._failed_outcome(
+                f"effector crashed: {type(exc).__name__}: {exc}")):
+            effector.acked.wait(min(5.0, settings.effector_ack_wait_s))
+        return EXIT_CRASHED
+    finally:
+        client.stop(drain_s=0.2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m services.effector SUBTASK.json`: run one effector outside the spawner
+    (debugging, and the cold-start baseline of the spawn benchmark)."""
+    from .role import configure_logging
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("subtask", help="path to a SubTask JSON file ('-' = stdin)")
+    args = parser.parse_args(argv)
+    configure_logging("effector")
+    raw = sys.stdin.read() if args.subtask == "-" else open(args.subtask).read()
+    subtask = SubTask.model_validate(json.loads(raw))
+    return run_effector(subtask)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""R3 Executor (seeds/000 §5, §6; Go digest §2.4): carries out one subtask with tools.
+
+One attempt = at most `executor_max_turns` LLM turns, one tool call per turn. Each turn the LLM sees
+the subtask, today's date, the workspace, any correction from R4a, and the calls made so far with
+their results (each cut to `tool_output_chars` characters, head third + tail two thirds, with a
+marker). The duplicate-call guard works on the structured call itself: the same call twice in a
+row is not executed (the model is told so), a third time ends the attempt. Every tool result is a
+ToolCallRecord; the ExecutionResult carries them so R4a judges tool output, not the model's claims.
+LLM and parse errors end the attempt as `failed` with the error text, never silently.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from protocol.messages import CorrectionSignal, ExecutionResult, SubTask, ToolCallRecord
+from protocol.settings import Settings
+
+from . import tasklog
+from .llm import LLMError
+from .tools import TOOL_SPECS, Toolbox, head_tail
+
+log = logging.getLogger("artoo.executor")
+
+_ARG_FIELDS = ("command", "path", "content", "pattern", "root", "glob", "query")
+_ARG_CONTAINERS = ("args", "arguments", "parameters", "input", "params")
+
+
+class ExecutorStep(BaseModel):
+    """One reply of the executor LLM: a tool call or the final result."""
+    model_config = ConfigDict(extra="ignore")
+    action: Literal["tool", "result"]
+    tool: str = ""
+    command: Optional[str] = None
+    path: Optional[str] = None
+    content: Optional[str] = None
+    pattern: Optional[str] = None
+    root: Optional[str] = None
+    glob: Optional[str] = None
+    query: Optional[str] = None
+    status: Literal["completed", "uncertain", "failed"] = "completed"
+    output: Any = None
+    uncertainty: Optional[str] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerate(cls, value: Any) -> Any:
+        """Accept the shapes small models produce: nested args, a tool name as the action, a
+        missing action, content given as JSON, odd status spellings."""
+        if not isinstance(value, dict):
+            return value
+        value = dict(value)
+        for key in _ARG_CONTAINERS:
+            nested = value.get(key)
+            if isinstance(nested, dict):
+                for k, v in nested.items():
+                    value.setdefault(k, v)
+        action = str(value.get("action") or "").strip().lower()
+        if action in TOOL_SPECS:
+            value.setdefault("tool", action)
+            action = "tool"
+        if action not in ("tool", "result"):
+            action = "tool" if value.get("tool") else "result"
+        value["action"] = action
+        if isinstance(value.get("content"), (dict, list)):
+            value["content"] = json.dumps(value["content"], ensure_ascii=False, indent=2)
+        for key in ("command", "path", "pattern", "root", "glob", "query"):
+            if value.get(key) is not None and not isinstance(value[key], str):
+                value[key] = str(value[key])
+        status = str(value.get("status") or "completed").strip().lower()
+        value["status"] = {"complete": "completed", "done": "completed", "success": "completed",
+                           "ok": "completed", "error": "failed", "failure": "failed",
+                           "unsure": "uncertain", "partial": "uncertain"}.get(status, status)
+        if value["status"] not in ("completed", "uncertain", "failed"):
+            value["status"] = "uncertain"
+        return value
+
+    def tool_args(self) -> dict[str, Any]:
+        spec = TOOL_SPECS.get(self.tool)
+        names = spec.args if spec else _ARG_FIELDS
+        return {n: getattr(self, n) for n in names if getattr(self, n, None) is not None}
+
+
+def signature(tool: str, args: dict[str, Any]) -> str:
+    """Identity of a call for the duplicate guard: tool + canonical arguments (whitespace-trimmed)."""
+    norm = {k: (" ".join(v.split()) if isinstance(v, str) and k != "content" else v)
+            for k, v in args.items()}
+    return tool + ":" + json.dumps(norm, sort_keys=True, ensure_ascii=False)
+
+
+def describe_call(record: ToolCallRecord, limit: int = 160) -> str:
+    """One line per call: `shell ls -la → ok` / `→ ERROR: …` (used in correction prompts)."""
+    target = record.target or json.dumps(record.arguments, ensure_ascii=False)
+    target = " ".join(target.split())
+    if len(target) > limit:
+        target = target[:limit] + "…"
+    if record.error:
+        return f"{record.tool} {target} → ERROR: {' '.join(record.error.split())[:120]}"
+    return f"{record.tool} {target} → ok"
+
+
+_SYSTEM = """You are the Executor of artoo. You carry out ONE subtask on this machine using tools: one tool call per reply, then the result.
+Workspace (your working directory; create files here): {workspace}
+Reply with exactly one JSON object, no prose. Tools:
+{tools}
+Final answer: {{"action":"result","status":"completed","output":<the answer or data>,"uncertainty":null}}
+Rules:
+- Never invent tool output; the answer must come from tool results shown to you.
+- Give the result as soon as the success criteria are met. status: completed = criteria met; failed = a tool error you cannot work around; uncertain = genuinely unclear.
+- Deleting or overwriting files needs the operator's approval. A [LAW1] result means it was refused: do not try another way around it; report it.
+- Do not repeat a call that already ran; its result is below."""
+
+
+class Executor:
+    """R3 for one subtask (all its attempts)."""
+
+    def __init__(self, subtask: SubTask, llm, toolbox: Toolbox, settings: Settings):
+        self.subtask = subtask
+        self.llm = llm
+        self.toolbox = toolbox
+        self.settings = settings
+        local = bool(getattr(llm, "local", False))
+        # The bundled 1.5B model reads ~50 tokens/s: keep its prompts small.
+        self.output_chars = min(settings.tool_output_chars, 1500) if local \
+            else settings.tool_output_chars
+        self.transcript_chars = 2 * self.output_chars
+        self.max_turns = settings.executor_max_turns
+        self.history: list[ToolCallRecord] = []        # every call of every attempt
+        self.task_id = subtask.parent_task_id
+
+    # -- prompts ------------------------------------------------------------------------------
+    def system_prompt(self) -> str:
+        blocked = set(self.subtask.blocked_tools)
+        tools = [TOOL_SPECS[n].usage for n in self.toolbox.available() if n not in blocked]
+        return _SYSTEM.format(workspace=self.toolbox.workspace, tools="\n".join(tools))
+
+    def user_prompt(self, correction: Optional[CorrectionSignal], calls: list[ToolCallRecord],
+                    notes: list[str]) -> str:
+        st = self.subtask
+        lines = [f"Today's date: {time.strftime('%Y-%m-%d (%A)')}",
+                 f"Subtask: {st.intent}"]
+        if st.success_criteria:
+            lines.append("Success criteria:")
+            lines += [f"{i}. {c.text}" for i, c in enumerate(st.success_criteria, 1)]
+        if st.context:
+            lines.append(f"Context: {head_tail(st.context, self.output_chars)}")
+        if st.deadline:
+            lines.append(f"Deadline: {st.deadline}")
+        if st.blocked_tools:
+            lines.append(f"Do not use these tools: {', '.join(st.blocked_tools)}")
+        if st.blocked_targets:
+            lines.append(f"Do not touch these targets: {', '.join(st.blocked_targets)}")
+        if correction is not None:
+            lines.append(f"Your previous attempt was rejected by the validator. What was wrong: "
+                         f"{correction.what_was_wrong or correction.failed_criterion}. "
+                         f"What to do: {correction.what_to_do or 'use a different approach'}.")
+            earlier = [describe_call(r) for r in self.history if r not in calls]
+            if earlier:
+                lines.append("Calls of the previous attempt (files they created still exist; do "
+                             "not repeat the ones that failed):")
+                lines += [f"- {e}" for e in earlier[-10:]]
+        if calls:
+            lines.append("Tool calls so far (newest last):")
+            lines += self._transcript(calls)
+        for note in notes:
+            lines.append(note)
+        if calls:
+            lines.append("If these results satisfy the criteria, reply with the result now; "
+                         "otherwise make the next tool call.")
+        else:
+            lines.append("Reply with your first tool call (or the result if no tool is needed).")
+        return "\n".join(lines)
+
+    def _transcript(self, calls: list[ToolCallRecord]) -> list[str]:
+        """The newest result in full (already cut to output_chars); older ones shortened when
+        the transcript would exceed its budget."""
+        out: list[str] = []
+        budget = self.transcript_chars
+        for i, rec in enumerate(reversed(calls)):
+            n = len(calls) - i
+            args = json.dumps(rec.arguments, ensure_ascii=False)
+            head = f"#{n} {rec.tool} {args}"
+            body = rec.output or ""
+            if rec.error and rec.error not in body:
+                body = f"ERROR: {rec.error}\n{body}" if body else f"ERROR: {rec.error}"
+            if i > 0 and len(body) > budget:
+                body = head_tail(body, max(200, min(400, budget)))
+            budget -= len(body)
+            out.append(f"{head}\n{body or '(no output)'}")
+        return list(reversed(out))
+
+    # -- one attempt --------------------------------------------------------------------------
+    def run_attempt(self, attempt: int, correction: Optional[CorrectionSignal] = None
+                    ) -> ExecutionResult:
+        calls: list[ToolCallRecord] = []
+        notes: list[str] = []
+        last_sig: Optional[str] = None
+        repeats = 0
+        system = self.system_prompt()
+
+        def result(status: str, output: Any, uncertainty: Optional[str] = None
+                   ) -> ExecutionResult:
+            return ExecutionResult(task_id=self.task_id, subtask_id=self.subtask.subtask_id,
+                                   attempt=attempt, status=status, output=output,
+                                   uncertainty=uncertainty, tool_calls=list(calls))
+
+        for turn in range(1, self.max_turns + 1):
+            prompt = self.user_prompt(correction, calls, notes)
+            notes = []
+            try:
+                step = self.llm.complete_json(ExecutorStep, system, prompt, task_id=self.task_id)
+            except LLMError as exc:
+                message = f"executor LLM error: {exc}"
+                return result("failed", message, message)
+            except Exception as exc:  # a client bug must still end in a message
+                message = f"executor LLM error: {type(exc).__name__}: {exc}"
+                return result("failed", message, message)
+            if step.action == "result":
+                output = step.output
+                if output in (None, "") and calls:
+                    output = calls[-1].output
+                return result(step.status, output, step.uncertainty)
+            tool = step.tool.strip()
+            args = step.tool_args()
+            sig = signature(tool, args)
+            if sig == last_sig:
+                repeats += 1
+                tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call",
+                               subtask_id=self.subtask.subtask_id, attempt=attempt, tool=tool,
+                               tool_input=args, duplicate=True, executed=False)
+                if repeats >= 2:
+                    last = calls[-1].output if calls else None
+                    return result("uncertain", last,
+                                  f"executor stuck: requested the same {tool} call three times "
+                                  f"in a row")
+                notes.append(f"DUPLICATE CALL NOT EXECUTED: #{len(calls)} was exactly this "
+                             f"call; its result is above. Use a different call, or reply with "
+                             f"the result.")
+                continue
+            last_sig, repeats = sig, 0
+            if tool in self.subtask.blocked_tools:
+                record = ToolCallRecord(tool=tool, arguments=args, target=str(next(iter(
+                    args.values()), "")), error=f"the tool {tool} is blocked for this subtask")
+            else:
+                started = time.monotonic()
+                out = self.toolbox.run(tool, args)
+                record = ToolCallRecord(tool=tool, arguments=args, target=out.target,
+                                        output=head_tail(out.output, self.output_chars),
+                                        error=out.error, law1=out.law1,
+                                        elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+            calls.append(record)
+            self.history.append(record)
+            tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call",
+                           subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
+                           tool=tool, tool_input=args, tool_output=record.output[:500],
+                           tool_error=record.error, law1=record.law1 or None,
+                           elapsed_ms=record.elapsed_ms)
+        last = "\n\n".join(f"{describe_call(r)}\n{r.output}" for r in calls[-3:]) or None
+        return result("uncertain", last,
+                      f"no final result after {self.max_turns} turns")

@@ -1,0 +1,130 @@
+"""Scripted-LLM reply builders for the effector: R3 executor steps and R4a verdicts.
+
+Used by the effector tests and by the pipeline's end-to-end tests:
+
+    llm.add("executor", shell("ls -la"))              # one tool call
+    llm.add("executor", result("3 files"))            # the final result
+    llm.add("agentval", all_met("lists the files"))   # every criterion met
+    llm.add("agentval", unmet("lists the files", "listed the wrong dir", "list the workspace"))
+
+Several subtasks of one task share the task id the scripted server keys on; route them by intent
+with `SubtaskScript` (the executor and agentval prompts both carry a "Subtask: <intent>" line):
+
+    script = SubtaskScript()
+    script.executor("count the lines", shell("wc -l a.txt"), result("12"))
+    script.agentval("count the lines", all_met("prints the count"))
+    script.install(llm)
+"""
+from __future__ import annotations
+
+import threading
+from collections import defaultdict, deque
+from typing import Any, Iterable, Optional
+
+
+# -- R3 executor -------------------------------------------------------------------------------
+
+def tool(name: str, **args: Any) -> dict:
+    return {"action": "tool", "tool": name, **args}
+
+
+def shell(command: str) -> dict:
+    return tool("shell", command=command)
+
+
+def read_file(path: str) -> dict:
+    return tool("read_file", path=path)
+
+
+def write_file(path: str, content: str) -> dict:
+    return tool("write_file", path=path, content=content)
+
+
+def list_dir(path: str = ".") -> dict:
+    return tool("list", path=path)
+
+
+def glob(pattern: str, root: str = ".") -> dict:
+    return tool("glob", pattern=pattern, root=root)
+
+
+def search_text(pattern: str, path: str = ".") -> dict:
+    return tool("search_text", pattern=pattern, path=path)
+
+
+def web_search(query: str) -> dict:
+    return tool("web_search", query=query)
+
+
+def result(output: Any, status: str = "completed", uncertainty: Optional[str] = None) -> dict:
+    return {"action": "result", "status": status, "output": output, "uncertainty": uncertainty}
+
+
+# -- R4a agent-validator -----------------------------------------------------------------------
+
+def criterion(text: str, met: bool = True, evidence: str = "", failure_class: str = "") -> dict:
+    return {"criterion": text, "met": met, "evidence": evidence or ("shown by the tool output"
+                                                                    if met else "not shown"),
+            "failure_class": "" if met else (failure_class or "logical")}
+
+
+def verdict(criteria: Iterable[dict], verdict: Optional[str] = None, what_was_wrong: str = "",
+            what_to_do: str = "") -> dict:
+    criteria = list(criteria)
+    if verdict is None:
+        verdict = "matched" if all(c["met"] for c in criteria) else "retry"
+    return {"criteria": criteria, "verdict": verdict, "what_was_wrong": what_was_wrong,
+            "what_to_do": what_to_do}
+
+
+def all_met(*criteria: str, evidence: str = "shown by the tool output") -> dict:
+    return verdict([criterion(c, True, evidence) for c in criteria])
+
+
+def unmet(failed: str, what_was_wrong: str, what_to_do: str, *, met: Iterable[str] = (),
+          failure_class: str = "logical", evidence: str = "") -> dict:
+    items = [criterion(c, True) for c in met]
+    items.append(criterion(failed, False, evidence or what_was_wrong, failure_class))
+    return verdict(items, "retry", what_was_wrong, what_to_do)
+
+
+def cannot(failed: str, why: str, failure_class: str = "environmental") -> dict:
+    return verdict([criterion(failed, False, why, failure_class)], "failed", why, "")
+
+
+# -- routing several subtasks of one task ------------------------------------------------------
+
+class SubtaskScript:
+    """Replies per (role, subtask intent); install() registers responders on a ScriptedLLM."""
+
+    def __init__(self):
+        self._queues: dict[tuple[str, str], deque] = defaultdict(deque)
+        self._lock = threading.Lock()
+
+    def executor(self, intent: str, *replies: Any) -> "SubtaskScript":
+        return self._add("executor", intent, replies)
+
+    def agentval(self, intent: str, *replies: Any) -> "SubtaskScript":
+        return self._add("agentval", intent, replies)
+
+    def _add(self, role: str, intent: str, replies) -> "SubtaskScript":
+        with self._lock:
+            self._queues[(role, intent)].extend(replies)
+        return self
+
+    def responder(self, role: str):
+        def respond(request):
+            prompt = request.user
+            with self._lock:
+                keys = [k for k in self._queues if k[0] == role and f"Subtask: {k[1]}" in prompt]
+                keys.sort(key=lambda k: -len(k[1]))            # the most specific intent wins
+                for key in keys:
+                    if self._queues[key]:
+                        return self._queues[key].popleft()
+            raise LookupError(f"no scripted {role} reply for this subtask")
+        return respond
+
+    def install(self, llm) -> "SubtaskScript":
+        llm.on("executor", self.responder("executor"))
+        llm.on("agentval", self.responder("agentval"))
+        return self
