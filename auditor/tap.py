@@ -20,6 +20,7 @@ import time
 import msgpack
 import zmq
 
+from protocol import curve
 from protocol.bus import BusClient
 from protocol.settings import Settings
 from services.role import run_role
@@ -92,7 +93,10 @@ class Tap:
         sock.setsockopt(zmq.RCVHWM, 64)
         sock.setsockopt(zmq.RECONNECT_IVL, 100)
         sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-        sock.connect(self.settings.endpoint("capture"))
+        endpoint = self.settings.endpoint("capture")
+        if curve.is_tcp(endpoint):
+            curve.apply_client(sock, self.settings)
+        sock.connect(endpoint)
         interval = self.settings.tap_fsync_interval_s
         unsynced_since: float | None = None
         asked_at = 0.0
