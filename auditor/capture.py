@@ -147,6 +147,7 @@ class CaptureRelay:
         poller.register(pull, zmq.POLLIN)
         poller.register(router, zmq.POLLIN)
         stop_deadline = None
+        failures = 0
         try:
             while True:
                 if self._stop.is_set():
@@ -155,20 +156,30 @@ class CaptureRelay:
                     if not self.unsent and not self.inflight or self.tap is None \
                             or time.monotonic() >= stop_deadline:
                         break
-                blocked = self.tap is not None and self.unsent
-                events = dict(poller.poll(5 if blocked or self._stop.is_set() else 200))
-                if pull in events:
-                    self._take(pull)
-                if router in events:
-                    self._control(router)
-                if self.tap is not None and self.unsent:
-                    self._send(router)
-                self._bound()
+                try:
+                    blocked = self.tap is not None and self.unsent
+                    events = dict(poller.poll(5 if blocked or self._stop.is_set() else 200))
+                    if pull in events:
+                        self._take(pull)
+                    if router in events:
+                        self._control(router)
+                    if self.tap is not None and self.unsent:
+                        self._send(router)
+                    self._bound()
+                except zmq.ContextTerminated:
+                    raise
+                except Exception as exc:
+                    # never die quietly: a dead relay would stop draining the proxy's capture
+                    self.error = exc
+                    failures += 1
+                    if failures <= 5 or failures % 1000 == 0:
+                        log.exception("capture relay error #%d (continuing)", failures)
+                    self.tap = None       # the next FROM re-establishes a clean state
+                    self.unsent.extendleft(reversed(self.inflight))
+                    self.inflight.clear()
+                    self._stop.wait(0.05)
         except zmq.ContextTerminated:
             pass
-        except Exception as exc:  # pragma: no cover - reported through stats/logs
-            self.error = exc
-            log.exception("capture relay failed")
         finally:
             if self.unsent or self.inflight:
                 log.warning("capture relay stopping with %d message(s) not acknowledged by the tap",
