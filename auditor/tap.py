@@ -150,7 +150,7 @@ class Tap:
     def _handle(self, frames: list[bytes]) -> int | None:
         """Write what a relay message carries; returns a cseq to resume after on a gap."""
         kind = frames[0] if frames else b""
-        if kind == DATA and len(frames) >= 3:
+        if kind == DATA and len(frames) >= 3 and len(frames[1]) == BATCH_HEAD.size:
             epoch, count = BATCH_HEAD.unpack(frames[1])
             meta = frames[2]
             if len(frames) != 3 + 2 * count or len(meta) != count * ITEM.size:
