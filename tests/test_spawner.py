@@ -1,0 +1,162 @@
+"""The spawner process: offer/claim/assign, the concurrency cap, TaskCancel, and no orphan effector
+(or tool process) after the spawner is SIGKILLed — while another spawner takes the re-offered
+subtask. Real spawner processes, real forked effectors, real bus, scripted LLM over HTTP."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import psutil
+import pytest
+
+import replies_effector as R
+from effector_harness import EffectorHarness
+from protocol.messages import TaskCancel
+
+MARKER_ENV = "ARTOO_EFFECTOR_SPAWNER"
+
+
+@pytest.fixture(scope="module")
+def h():
+    harness = EffectorHarness()
+    harness.release = threading.Event()
+    # Executor requests with no scripted reply block until a test releases them.
+    harness.llm.on("executor", lambda req: (harness.release.wait(60), R.result("late"))[1])
+    try:
+        yield harness
+    finally:
+        harness.release.set()
+        harness.close()
+
+
+def spawner_info(h, node: str) -> dict:
+    return h.seen.wait("Heartbeat", lambda m: m.node == node)[-1].info
+
+
+def processes_with(pred) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if pred(proc):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def wait_for_process(pred, timeout: float = 20.0) -> psutil.Process:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = processes_with(pred)
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise TimeoutError("process did not appear")
+
+
+def tool_process(subtask_id: str, word: str):
+    def pred(proc):
+        return word in (proc.info["cmdline"] or []) and \
+            proc.environ().get("ARTOO_EFFECTOR_SUBTASK") == subtask_id
+    return pred
+
+
+def test_concurrency_cap_and_queueing(h):
+    node = h.start_spawner({"ARTOO_MAX_CONCURRENT_EFFECTORS": "1"})
+    try:
+        h.release.clear()
+        first = h.subtask("first", ["done"])              # blocks in its first LLM call
+        h.place(first)
+        started = h.seen.wait("EffectorStarted", lambda m: m.subtask_id == first.subtask_id)[0]
+        assert started.spawner == node and started.spawn_ms > 0
+        second = h.subtask("second", ["done"])
+        h.llm.add("executor", R.shell("echo two"), task=second.parent_task_id)
+        h.llm.add("executor", R.result("two"), task=second.parent_task_id)
+        h.llm.add("agentval", R.all_met("done"), task=second.parent_task_id)
+        with pytest.raises(TimeoutError):                  # no free slot: no claim
+            h.place(second, timeout=1.5)
+        assert spawner_info(h, node)["cap"] == 1
+        h.release.set()                                    # the first finishes (not matched)
+        h.outcome(first, timeout=30)
+        h.place(second)
+        assert h.outcome(second).status == "matched"
+        assert h.exited(second).reason == "completed"
+    finally:
+        h.stop_spawner(node)
+
+
+def test_task_cancel_kills_the_effector(h):
+    node = h.start_spawner()
+    try:
+        h.release.clear()
+        st = h.subtask("cancel me", ["done"])
+        h.llm.add("executor", R.shell("sleep 45; echo never"), task=st.parent_task_id)
+        h.place(st)
+        started = h.seen.wait("EffectorStarted", lambda m: m.subtask_id == st.subtask_id)[0]
+        sleeper = wait_for_process(tool_process(st.subtask_id, "45"))
+        h.user.publish(TaskCancel(task_id=st.parent_task_id))
+        exited = h.exited(st)
+        assert exited.reason == "cancelled" and exited.pid == started.pid
+        gone, alive = psutil.wait_procs([sleeper], timeout=10)
+        assert not alive and not psutil.pid_exists(started.pid)
+    finally:
+        h.release.set()
+        h.stop_spawner(node)
+
+
+def test_sigkill_of_the_spawner_leaves_nothing_and_another_spawner_takes_over(h):
+    a = h.start_spawner()
+    b = h.start_spawner()
+    try:
+        h.release.clear()
+        st = h.subtask("survive a crash", ["done"])
+        h.llm.add("executor", R.shell("sleep 40; echo never"), task=st.parent_task_id)
+        h.place(st, spawner=a)
+        started = h.seen.wait("EffectorStarted", lambda m: m.subtask_id == st.subtask_id)[0]
+        assert started.spawner == a
+        sleeper = wait_for_process(tool_process(st.subtask_id, "40"))
+        zygote = psutil.Process(spawner_info(h, a)["zygote_pid"])
+        effector = psutil.Process(started.pid)
+        spawner = h.spawners.pop(a)
+        marker = sleeper.environ()[MARKER_ENV]
+        os.kill(spawner.pid, signal.SIGKILL)
+        spawner.wait(10)
+        gone, alive = psutil.wait_procs([effector, zygote, sleeper], timeout=10)
+        assert not alive, [p.pid for p in alive]
+        left = processes_with(lambda p: p.environ().get(MARKER_ENV) == marker)
+        assert not left
+        # the dispatcher re-offers; the other spawner takes it and runs it to an outcome
+        h.llm.add("executor", R.shell("echo again"), task=st.parent_task_id)
+        h.llm.add("executor", R.result("again"), task=st.parent_task_id)
+        h.llm.add("agentval", R.all_met("done"), task=st.parent_task_id)
+        assert h.place(st) == b
+        outcome = h.outcome(st)
+        assert outcome.status == "matched"
+        assert h.exited(st).spawner == b
+    finally:
+        h.release.set()
+        for node in (a, b):
+            if node in h.spawners:
+                h.stop_spawner(node)
+
+
+def test_a_restarted_spawner_sweeps_what_a_killed_process_group_left(h):
+    a = h.start_spawner()
+    try:
+        h.release.clear()
+        st = h.subtask("orphan maker", ["done"])
+        h.llm.add("executor", R.shell("sleep 35; echo never"), task=st.parent_task_id)
+        h.place(st, spawner=a)
+        sleeper = wait_for_process(tool_process(st.subtask_id, "35"))
+        spawner = h.spawners.pop(a)
+        os.killpg(spawner.pid, signal.SIGKILL)         # spawner and zygote at once
+        spawner.wait(10)
+        assert sleeper.is_running()                    # its parent bash died; it did not
+        c = h.start_spawner()                          # what supervisord would do
+        gone, alive = psutil.wait_procs([sleeper], timeout=10)
+        assert not alive
+        h.stop_spawner(c)
+    finally:
+        h.release.set()
