@@ -153,8 +153,8 @@ class AuditState:
         """One raw bus message; never raises (a bad frame is counted, not fatal)."""
         try:
             topic, env = decode(frames, self.s.max_frame_bytes)
-        except ProtocolError as exc:
-            self.window.invalid[f"frame:{exc.reason}"] += 1
+        except ProtocolError as exc:  # a frame nobody on the bus can read
+            self._gap("undecodable", self.node or "auditor", exc.reason, 1, now)
             return
         try:
             self._own_gap_check(topic, env, now)
@@ -180,7 +180,8 @@ class AuditState:
         self.total_messages += 1
         if self.first_message_at is None:
             self.first_message_at = now
-        w.by_role.setdefault(env.sender, Counter())[env.type] += 1
+        role = env.sender if env.sender in w.by_role or len(w.by_role) < 256 else "(other)"
+        w.by_role.setdefault(role, Counter())[env.type] += 1
         problem = boundary_problem(env)
         if problem:
             self._finding(w.violations, "boundary_violations", {

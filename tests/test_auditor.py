@@ -90,6 +90,8 @@ def test_malformed_frames_are_counted_not_fatal(s):
     st.observe_frames([topic_for("PlanDirective", "run1"), encode(bad_body)], T0)
     rep = st.report("on_demand", T0)
     assert rep.role_stats["ggs"]["invalid"] == 1
+    assert sorted((g["kind"], g["sender"], g["count"]) for g in rep.bus_gaps) == [
+        ("undecodable", "frames", 1), ("undecodable", "msgpack", 1)]
     assert st.errors == 0
 
 
