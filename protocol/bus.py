@@ -38,7 +38,7 @@ Handler = Callable[[Envelope, Any], Any]
 ALL = "*"
 _FIRST_REPROBE_S = 0.002
 _CLOSE_LINGER_MS = 1000  # on stop, queued outgoing messages get this long to reach the proxy
-_SNDMORE, _NOBLOCK, _RCVMORE = int(zmq.SNDMORE), int(zmq.NOBLOCK), int(zmq.RCVMORE)
+_SNDMORE, _NOBLOCK = int(zmq.SNDMORE), int(zmq.NOBLOCK)
 _DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itself (PUB lock)
 _LRU_CAP = 8192
 
@@ -544,10 +544,12 @@ class BusClient:
 
     def _recv_frames(self) -> list[bytes]:
         """One message's frames (any number: a wrong count is the decoder's to reject)."""
-        sub = self._sub
-        frames = [sub.recv(_NOBLOCK)]
-        while sub.getsockopt(_RCVMORE):
-            frames.append(sub.recv(_NOBLOCK))
+        sub = self._sub  # Frame.more is a third cheaper than getsockopt(RCVMORE) per frame
+        frame = sub.recv(_NOBLOCK, copy=False)
+        frames = [frame.bytes]
+        while frame.more:
+            frame = sub.recv(_NOBLOCK, copy=False)
+            frames.append(frame.bytes)
         return frames
 
     def _run_timers(self, now: float) -> int:
