@@ -302,6 +302,10 @@ def test_second_proxy_refuses_and_first_keeps_serving(bus_process, settings, art
     assert "another bus proxy" in second.stdout + second.stderr
     wait_bus_ready(settings, timeout=5)
     assert bus_process.poll() is None
+    # ipc endpoints are protected by the file system: a private run dir, owner-only sockets
+    assert settings.run_dir.stat().st_mode & 0o777 == 0o700
+    for name in ("xsub", "xpub", "control"):
+        assert (settings.run_dir / f"{name}.sock").stat().st_mode & 0o777 == 0o600
 
 
 # ----------------------------------------------------------------------------------------------
