@@ -231,6 +231,39 @@ def bench_round_trips(n: int, env: dict, settings, ctx_mp) -> dict:
             "ack_p50_us": percentile(acked, 50), "ack_p99_us": percentile(acked, 99)}
 
 
+def start_bus(env: dict, settings, with_tap: bool = False) -> list[subprocess.Popen]:
+    """The proxy (and the tap) as subprocesses; returns once a client's handshake succeeds."""
+    modules = ["services.bus"] + (["auditor.tap"] if with_tap else [])
+    procs = [subprocess.Popen([sys.executable, "-m", m], cwd=REPO, env={**os.environ, **env},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for m in modules]
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            BusClient("user", settings=settings, heartbeat=False).start(timeout=1).stop()
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+    if with_tap:  # the tap is up once its heartbeat is on the bus
+        seen = threading.Event()
+        probe = BusClient("user", settings=settings, heartbeat=False)
+        probe.on("Heartbeat", lambda e, m: seen.set(), task="tap")
+        probe.start()
+        ok = seen.wait(30)
+        probe.stop()
+        if not ok:
+            raise TimeoutError("the tap never sent a heartbeat")
+    return procs
+
+
+def stop_all(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(15)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
@@ -238,6 +271,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--round-trips", type=int, default=2000)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-capture-run", action="store_true",
+                        help="skip the throughput run with capture on and the tap running")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))
@@ -247,26 +282,21 @@ def main() -> int:
     settings = load_settings()
     settings.ensure_dirs()
     ctx_mp = mp.get_context("spawn")
-    proxy = subprocess.Popen([sys.executable, "-m", "services.bus"], cwd=REPO,
-                             env={**os.environ, **env}, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
     out: dict = {}
+    procs = start_bus(env, settings)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                BusClient("user", settings=settings, heartbeat=False).start(timeout=1).stop()
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
         out["raw"] = bench_raw(args.messages, ctx_mp)
         out["bus"] = bench_throughput(args.messages, env, settings, ctx_mp)
         out["latency"] = bench_latency(args.rate, args.seconds, env, settings, ctx_mp)
         out["round_trips"] = bench_round_trips(args.round_trips, env, settings, ctx_mp)
+        stop_all(procs)
+        if not args.no_capture_run:  # the proxy as deployed: capture on, the tap logging it all
+            env["ARTOO_CAPTURE"] = "1"
+            os.environ.update(env)
+            procs = start_bus(env, settings, with_tap=True)
+            out["bus_capture"] = bench_throughput(args.messages, env, settings, ctx_mp)
     finally:
-        proxy.terminate()
-        proxy.wait(10)
+        stop_all(procs)
         shutil.rmtree(root, ignore_errors=True)
 
     if args.json:
@@ -280,6 +310,10 @@ def main() -> int:
           f"({bus['received']} received, publish call rate {bus['send_rate']:,.0f}/s, "
           f"gaps {bus['gaps']}, rejected {bus['rejected']})   target >= 40,000")
     print(f"  ratio bus/raw: {bus['rate'] / raw['rate']:.2f}")
+    if "bus_capture" in out:
+        cap = out["bus_capture"]
+        print(f"  artoo bus, capture on + tap writing the audit log: {cap['rate']:>9,.0f} msgs/s "
+              f"({cap['received']} received, ratio to capture off {cap['rate'] / bus['rate']:.2f})")
     print(f"latency at {args.rate} msgs/s for {args.seconds:.0f} s ({lat['received']} msgs): "
           f"p50 {lat['p50_us']:.0f} us, p99 {lat['p99_us']:.0f} us, max {lat['max_us']:.0f} us"
           f"   targets p50 <= 300 us, p99 <= 2000 us")
