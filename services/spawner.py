@@ -48,7 +48,7 @@ from .tools import SETPRIV, die_with_parent
 
 log = logging.getLogger("artoo.spawner")
 
-MARKER_ENV = "ARTOO_EFFECTOR_SPAWNER"     # "<spawner pid>:<spawner start time>" on every effector
+MARKER_ENV = "ARTOO_EFFECTOR_SPAWNER"     # "<spawner pid>:<start time>:<data dir>" on effectors
 SUBTASK_ENV = "ARTOO_EFFECTOR_SUBTASK"
 EXIT_REASONS = {0: "completed", 1: "crashed", 3: "unacknowledged", 4: "deadline"}
 _HEADER = struct.Struct("!I")
@@ -269,12 +269,14 @@ def _kill_session(sid: int) -> None:
             pass
 
 
-def _process_marker(pid: int) -> str:
-    return f"{pid}:{psutil.Process(pid).create_time():.2f}"
+def _process_marker(pid: int, home: str) -> str:
+    """Identifies a spawner process (pid + start time, so a reused pid does not match) and its
+    data dir (a sweep only touches its own installation's effectors)."""
+    return f"{pid}:{psutil.Process(pid).create_time():.2f}:{home}"
 
 
-def sweep_orphans() -> list[int]:
-    """Kill effectors (and their tool processes) whose spawner is gone."""
+def sweep_orphans(home: str) -> list[int]:
+    """Kill effectors (and their tool processes) of this data dir whose spawner is gone."""
     killed = []
     for proc in psutil.process_iter(["pid"]):
         try:
@@ -283,13 +285,17 @@ def sweep_orphans() -> list[int]:
             continue
         if not marker:
             continue
-        pid_text, _, started = marker.partition(":")
+        pid_text, _, rest = marker.partition(":")
+        if rest.partition(":")[2] != home:
+            continue
         try:
-            alive = _process_marker(int(pid_text)) == marker
+            alive = _process_marker(int(pid_text), home) == marker
         except (psutil.NoSuchProcess, ValueError):
             alive = False
         if not alive:
             try:
+                log.warning("killing %d (%s): left by dead spawner %s", proc.pid,
+                            " ".join(proc.cmdline())[:120], marker)
                 proc.kill()
                 killed.append(proc.pid)
             except psutil.NoSuchProcess:
@@ -330,7 +336,7 @@ class Zygote:
         self._send_lock = threading.Lock()
         self._hello = threading.Event()
         self.stopping = False
-        self.marker = _process_marker(os.getpid())
+        self.marker = _process_marker(os.getpid(), str(settings.home))
 
     def start(self, timeout: float = 60.0) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -425,7 +431,7 @@ class Spawner:
 
     # -- setup --------------------------------------------------------------------------------
     def setup(self) -> "Spawner":
-        swept = sweep_orphans()
+        swept = sweep_orphans(str(self.settings.home))
         if swept:
             log.warning("killed %d effector process(es) left by a dead spawner: %s",
                         len(swept), swept)
