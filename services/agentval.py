@@ -229,14 +229,21 @@ class AgentValidator:
     def _verdicts(self, result: ExecutionResult, reply: Optional[ValidatorReply],
                   infra_error: str) -> list[CriterionVerdict]:
         judgements = list(reply.criteria) if reply else []
-        by_text = {_norm(j.criterion): j for j in judgements if j.criterion}
+        # Match by text first; criteria the LLM reworded take the leftover judgements in order.
+        assigned: dict[int, CriterionJudgement] = {}
+        free = list(range(len(judgements)))
+        for i, crit in enumerate(self.criteria):
+            k = next((k for k in free if _norm(judgements[k].criterion) == _norm(crit.text)), None)
+            if k is not None:
+                assigned[i] = judgements[k]
+                free.remove(k)
+        for i in range(len(self.criteria)):
+            if i not in assigned and free:
+                assigned[i] = judgements[free.pop(0)]
         ok_records = [r for _, r in self.records if not r.error]
         out: list[CriterionVerdict] = []
         for i, crit in enumerate(self.criteria):
-            j = by_text.get(_norm(crit.text))
-            if j is None and i < len(judgements) and _norm(judgements[i].criterion) not in \
-                    {_norm(c.text) for c in self.criteria}:
-                j = judgements[i]             # matched by position when the text was reworded
+            j = assigned.get(i)
             if result.status == "failed":
                 met, evidence = False, f"executor failed: {result.uncertainty or result.output}"
                 klass = "environmental" if _INFRA.search(evidence) else ""

@@ -112,8 +112,9 @@ class Effector:
 
     def _publish_until(self, msg, role: str, seen: set[int], key: int) -> None:
         """Publish on the bus and re-publish until the other side has taken it (or we end)."""
+        to = "agentval" if role == "executor" else "executor"
         while True:
-            self.client.publish(msg, as_role=role)
+            self.client.publish(msg, as_role=role, to=to)
             with self._cond:
                 self._cond.wait_for(lambda: key in seen or self.outcome is not None,
                                     timeout=REPUBLISH_S)

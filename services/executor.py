@@ -66,8 +66,11 @@ class ExecutorStep(BaseModel):
         if action not in ("tool", "result"):
             action = "tool" if value.get("tool") else "result"
         value["action"] = action
-        if isinstance(value.get("content"), (dict, list)):
-            value["content"] = json.dumps(value["content"], ensure_ascii=False, indent=2)
+        content = value.get("content")
+        if isinstance(content, (dict, list)):
+            value["content"] = json.dumps(content, ensure_ascii=False, indent=2)
+        elif content is not None and not isinstance(content, str):
+            value["content"] = str(content)
         for key in ("command", "path", "pattern", "root", "glob", "query"):
             if value.get(key) is not None and not isinstance(value[key], str):
                 value[key] = str(value[key])

@@ -466,7 +466,7 @@ class Spawner:
             free = self.free_slots()
         self.client.publish(SubTaskClaim(task_id=offer.task_id, subtask_id=offer.subtask_id,
                                          offer_id=offer.offer_id, spawner=self.client.node,
-                                         free_slots=max(0, free)))
+                                         free_slots=max(0, free)), to="planner")
 
     def on_assign(self, env, assign: SubTaskAssign) -> None:
         with self.lock:

@@ -1,0 +1,170 @@
+"""Pure logic of R3 and R4a with an in-process stand-in for the LLM (the processes, the bus and the
+HTTP LLM path are covered by test_effector.py): tolerant step parsing, the duplicate guard, the
+turn cap, prompt budgets, criterion matching, evidence grounding, environmental promotion and the
+verdict decisions."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, ToolCallRecord
+from services import law1
+from services.agentval import AgentValidator, ValidatorReply, environmental_cause
+from services.executor import Executor, ExecutorStep, signature
+from services.llm import LLMError
+from services.tools import Toolbox
+
+
+class FakeLLM:
+    """Returns queued replies parsed into the requested model; records the prompts."""
+
+    def __init__(self, *replies, local: bool = False):
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+        self.local = local
+
+    def complete_json(self, model, system, user, task_id=""):
+        self.prompts.append(user)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return model.model_validate(reply)
+
+
+def subtask(*criteria: str, **kw) -> SubTask:
+    return SubTask(subtask_id="st-1", parent_task_id="run-unit", intent="do the thing",
+                   success_criteria=[Criterion(text=c) for c in criteria],
+                   options=RunOptions(), **kw)
+
+
+def test_executor_step_tolerates_small_model_shapes():
+    step = ExecutorStep.model_validate({"action": "shell", "args": {"command": "ls"}})
+    assert (step.action, step.tool, step.command) == ("tool", "shell", "ls")
+    step = ExecutorStep.model_validate({"tool": "write_file", "arguments": {
+        "path": "a.json", "content": {"k": 1}}})
+    assert step.action == "tool" and step.content == '{\n  "k": 1\n}'
+    assert ExecutorStep.model_validate({"tool": "write_file", "path": "n", "content": 42}
+                                       ).content == "42"
+    step = ExecutorStep.model_validate({"output": "42", "status": "Done"})
+    assert (step.action, step.status, step.output) == ("result", "completed", "42")
+    assert ExecutorStep.model_validate({"action": "result", "status": "weird"}).status == \
+        "uncertain"
+    assert step.tool_args() == {}
+    assert signature("shell", {"command": "ls  -la "}) == signature("shell", {"command": "ls -la"})
+
+
+def test_validator_reply_tolerates_aliases():
+    reply = ValidatorReply.model_validate({"criteria_results": [
+        {"criterion": "a", "met": "yes"}, {"criterion": "b", "verdict": "pass"},
+        {"criterion": "c", "met": False, "evidence": None}], "verdict": None})
+    assert [c.met for c in reply.criteria] == [True, True, False]
+    assert reply.criteria[2].evidence == "" and reply.verdict == ""
+
+
+@pytest.mark.parametrize("text,cause", [
+    ("cat: x: Permission denied", "permission"), ("ls: cannot access 'x': No such file",
+                                                  "not-found"),
+    ("bash: foo: command not found", "not-found"), ("curl: (7) Connection refused", "network"),
+    ("timed out after 30s (process group killed)", "timeout"),
+    ("[LAW1] refused: rm x — the operator declined", "law1"), ("wrong column chosen", None)])
+def test_environmental_evidence(text, cause):
+    assert environmental_cause(text) == cause
+
+
+@pytest.fixture
+def toolbox(settings):
+    return Toolbox(settings)
+
+
+def test_duplicate_guard_and_turn_cap(settings, toolbox):
+    call = {"action": "tool", "tool": "shell", "command": "echo hi >> out.txt"}
+    llm = FakeLLM(call, call, {"action": "tool", "tool": "list", "path": "."}, call,
+                  {"action": "result", "output": "done"})
+    ex = Executor(subtask("out.txt has two lines"), llm, toolbox, settings)
+    result = ex.run_attempt(1)
+    assert result.status == "completed" and result.output == "done"
+    assert [c.tool for c in result.tool_calls] == ["shell", "list", "shell"]
+    assert (settings.workspace / "out.txt").read_text() == "hi\nhi\n"   # A, A(blocked), B, A
+    assert "DUPLICATE CALL NOT EXECUTED" in llm.prompts[2]
+    capped = Executor(subtask("x"), FakeLLM(*[{"action": "tool", "tool": "list",
+                                                "path": f"d{i}"} for i in range(3)]),
+                      toolbox, replace(settings, executor_max_turns=3))
+    result = capped.run_attempt(1)
+    assert result.status == "uncertain" and "after 3 turns" in result.uncertainty
+    assert len(result.tool_calls) == 3
+
+
+def test_executor_llm_error_is_a_failed_result(settings, toolbox):
+    ex = Executor(subtask("x"), FakeLLM(LLMError("executor: LLM call failed: HTTP 500")),
+                  toolbox, settings)
+    result = ex.run_attempt(1)
+    assert result.status == "failed" and "HTTP 500" in result.output
+
+
+def test_prompt_budgets_shrink_for_the_local_model(settings, toolbox):
+    (settings.workspace / "big.txt").write_text("x" * 10_000)
+    llm = FakeLLM({"action": "tool", "tool": "read_file", "path": "big.txt"},
+                  {"action": "result", "output": "ok"}, local=True)
+    result = Executor(subtask("x"), llm, toolbox, settings).run_attempt(1)
+    assert len(result.tool_calls[0].output) < 1600
+    assert "Today's date:" in llm.prompts[0] and "Subtask: do the thing" in llm.prompts[0]
+
+
+def _result(records=(), status="completed", attempt=1, output="claimed"):
+    return ExecutionResult(task_id="run-unit", subtask_id="st-1", attempt=attempt, status=status,
+                           output=output, tool_calls=list(records))
+
+
+OK_RECORD = ToolCallRecord(tool="shell", arguments={"command": "ls"}, target="ls", output="a b")
+
+
+def test_validator_matches_criteria_by_text_then_position(settings):
+    av = AgentValidator(subtask("first thing", "second thing"), FakeLLM({
+        "criteria": [{"criterion": "Second thing.", "met": True},
+                     {"criterion": "reworded first", "met": True}], "verdict": "matched"}),
+        settings)
+    j = av.judge(_result([OK_RECORD]))
+    assert j.kind == "matched"
+    assert [v.verdict for v in j.outcome.criteria_verdicts] == ["pass", "pass"]
+
+
+def test_validator_failed_status_needs_no_llm_and_no_retry(settings):
+    llm = FakeLLM()
+    j = AgentValidator(subtask("c"), llm, settings).judge(_result(status="failed",
+                                                                  output="disk gone"))
+    assert j.kind == "failed" and llm.prompts == []
+    assert "executor failed" in j.outcome.failure_reason
+
+
+def test_validator_retry_then_failed_counts_attempts(settings):
+    unmet = {"criteria": [{"criterion": "c", "met": False, "evidence": "nope",
+                           "failure_class": "logical"}], "verdict": "retry",
+             "what_was_wrong": "wrong file", "what_to_do": "use the right one"}
+    av = AgentValidator(subtask("c"), FakeLLM(unmet, unmet), settings)
+    first = av.judge(_result([OK_RECORD]))
+    assert first.kind == "retry" and first.correction.what_to_do == "use the right one"
+    assert first.correction.attempt_number == 1
+    second = av.judge(_result([OK_RECORD], attempt=2))
+    assert second.kind == "failed"
+    assert second.outcome.failure_reason == "max retries (2) reached; last issue: wrong file"
+    v = second.outcome.criteria_verdicts[0]
+    assert (v.failed_attempts, v.attempts) == (2, 2)
+    assert [p.attempt for p in second.outcome.gap_trajectory] == [1, 2]
+
+
+def test_validator_promotes_and_stops_on_operator_denial(settings):
+    denial = law1.law1_refusal("destructive action `rm x`",
+                               law1.Decision(False, "operator", "no"))
+    record = ToolCallRecord(tool="shell", target="rm x", output=denial, error=denial, law1=True)
+    reply = {"criteria": [{"criterion": "x is gone", "met": False, "failure_class": "logical"}],
+             "verdict": "retry"}
+    j = AgentValidator(subtask("x is gone"), FakeLLM(reply), settings).judge(_result([record]))
+    assert j.kind == "failed" and j.outcome.failure_reason.startswith("[LAW1] refused")
+    assert j.outcome.criteria_verdicts[0].failure_class == "environmental"
+
+
+def test_validator_scoring_error_is_failed_not_silent(settings):
+    j = AgentValidator(subtask("c"), FakeLLM(LLMError("agentval: invalid LLM output")),
+                       settings).judge(_result([OK_RECORD]))
+    assert j.kind == "failed" and j.outcome.failure_reason.startswith("scoring error")
