@@ -13,7 +13,9 @@ everything from it, then applies the decisions through the store's single writer
 * Upward consolidation — a group of unconsolidated M/K Megrams with attention ≥ 5 and
   |decision| ≥ 3 gets ONE LLM call that distils a Best Practice / Absolute Constraint into a new C
   Megram (f 1, σ ±1, k 0); its sources are marked consolidated (lifecycle sub-db + index flag) so
-  they are not distilled twice. The LLM call happens between transactions, never inside one.
+  they are not distilled twice. The LLM call happens between transactions, never inside one. At
+  most `dreamer_max_promotions` groups per cycle (the strongest |decision| first; the rest wait for
+  the next cycle), so a bulk of qualifying tags cannot turn one cycle into thousands of LLM calls.
 
 Deletes and demotions are exact-match on the index entry read in the snapshot: an entry that
 changed meanwhile (recalled, demoted, forgotten) is left alone and reconsidered next cycle. Queries
@@ -39,7 +41,7 @@ from .store import MemoryStore, new_id
 
 log = logging.getLogger("artoo.memory.dreamer")
 
-_DELETE_CHUNK = 5000
+_DELETE_CHUNK = 20_000          # deletes per transaction: fewer page copies, ~1 s of writer time
 _SOURCE_CHARS = 300
 _RULE_CHARS = 600
 
@@ -134,10 +136,14 @@ class Dreamer:
             now = now or time.time()
             errors: list[str] = []
             plan = self.plan(now)
+            planned = time.monotonic()
             gc_deleted = self._apply_gc(plan.gc)
             demoted = self._apply_demotions(plan.demote, now)
+            applied = time.monotonic()
             promoted: list[str] = []
-            for group in plan.groups:
+            groups = sorted(plan.groups, key=lambda g: -abs(g.decision))
+            deferred = max(0, len(groups) - self.settings.dreamer_max_promotions)
+            for group in groups[: self.settings.dreamer_max_promotions]:
                 try:
                     rule_id = self._consolidate(group, now)
                 except Exception as exc:  # LLM or store failure skips the group, loudly
@@ -152,13 +158,16 @@ class Dreamer:
                                  elapsed_ms=round((time.monotonic() - started) * 1000, 1),
                                  error="; ".join(errors)[:2000])
             self.cycles += 1
+            ms = lambda a, b: round((b - a) * 1000, 1)  # noqa: E731
             self.last = {"at": now, "trigger": trigger, "scanned": plan.scanned,
                          "gc_deleted": gc_deleted, "demoted": len(demoted),
-                         "promoted": len(promoted), "elapsed_ms": event.elapsed_ms,
-                         "error": event.error}
-            log.info("dreamer %s: scanned %d, gc %d, demoted %d, promoted %d in %.0f ms%s",
-                     trigger, plan.scanned, gc_deleted, len(demoted), len(promoted),
-                     event.elapsed_ms, f" ({event.error})" if event.error else "")
+                         "promoted": len(promoted), "deferred": deferred,
+                         "elapsed_ms": event.elapsed_ms, "plan_ms": ms(started, planned),
+                         "apply_ms": ms(planned, applied),
+                         "consolidate_ms": ms(applied, time.monotonic()), "error": event.error}
+            log.info("dreamer %s: scanned %d, gc %d, demoted %d, promoted %d (%d deferred) in "
+                     "%.0f ms%s", trigger, plan.scanned, gc_deleted, len(demoted), len(promoted),
+                     deferred, event.elapsed_ms, f" ({event.error})" if event.error else "")
             if self.publish:
                 try:
                     self.publish(event)

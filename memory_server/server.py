@@ -18,10 +18,11 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from dataclasses import replace
 
 from protocol.bus import BusClient
 from protocol.messages import MemoryQuery, MemoryResult, MemoryWrite, SopRecord
-from protocol.settings import Settings
+from protocol.settings import Settings, load_settings
 
 from . import mkct
 from .dreamer import Dreamer
@@ -139,7 +140,8 @@ def setup(client: BusClient, settings: Settings) -> MemoryService:
                         write_batch=settings.memory_write_batch,
                         max_content_chars=settings.memory_max_content_chars,
                         ignore_below=settings.memory_ignore_attention,
-                        band=settings.memory_decision_band)
+                        band=settings.memory_decision_band,
+                        cache_bytes=settings.memory_tag_cache_mb << 20)
 
     def llm_factory():
         from services.llm import LLMClient
@@ -157,8 +159,11 @@ def setup(client: BusClient, settings: Settings) -> MemoryService:
 
 def main() -> int:
     from services.role import run_role
+    settings = load_settings()
+    # Write handlers hold a worker thread until their commit; give queries threads of their own.
+    settings = replace(settings, handler_threads=max(settings.handler_threads, 32))
     try:
-        return run_role("memory", setup)
+        return run_role("memory", setup, settings)
     except StoreError as exc:
         log.error("memory store unavailable: %s", exc)
         return 1

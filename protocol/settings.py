@@ -135,6 +135,8 @@ class Settings:
     dreamer_demote_k: float = 0.05        # k of a C rule after trust bankruptcy (now level K)
     dreamer_bankruptcy_tolerance: float = 0.0  # newer evidence must oppose a rule by more
     dreamer_prompt_sources: int = 10      # newest source contents shown to the distilling LLM
+    memory_tag_cache_mb: int = 64         # packed entries of large tags kept between writes
+    dreamer_max_promotions: int = 20      # LLM distillations per cycle (strongest groups first)
 
     # --- audit ---------------------------------------------------------------------------------
     tap_fsync_interval_s: float = 0.1

@@ -168,8 +168,8 @@ def test_dreamer_gc_and_trust_bankruptcy_over_the_bus(memory):
 
 def test_six_accepts_promote_exactly_one_sop_five_do_not(memory):
     with ScriptedLLM() as llm:
-        llm.add("memory", "Count files with `find . -type f | wc -l`; it is exact and fast.")
-        llm.add("memory", "Never delete files outside the workspace.")
+        llm.on("memory", lambda req: "Count files with `find . -type f | wc -l`; it is exact."
+               if "Best Practice" in req.user else "Never delete files outside the workspace.")
         memory.start(llm.env())
         six, five, bad = TAG, ("intent:five", "env:local"), ("intent:risky", "env:local")
         memory.write([mg(tag=six, content=f"Succeeded. Tools: shell:find #{i}") for i in range(6)]

@@ -51,8 +51,9 @@ class FakeLLM:
         return self.reply
 
 
-def dreamer(store, llm=None, events=None):
-    return Dreamer(store, load_settings(), publish=(events.append if events is not None else None),
+def dreamer(store, llm=None, events=None, **overrides):
+    return Dreamer(store, load_settings(**overrides),
+                   publish=(events.append if events is not None else None),
                    llm_factory=(lambda: llm) if llm else None)
 
 
@@ -240,3 +241,16 @@ def test_llm_failure_skips_the_group_and_says_so(store):
     assert all(not m.consolidated_into for m in store.tag_megrams(*TAG))
     no_llm = dreamer(store).run_cycle("test")
     assert no_llm.promoted == [] and "no LLM" in no_llm.error
+
+
+def test_promotions_per_cycle_are_capped_strongest_first(store):
+    for n, name in ((6, "six"), (8, "eight"), (7, "seven")):
+        store.write([mg(tag=(f"intent:{name}", "env:local")) for _ in range(n)])
+    llm = FakeLLM()
+    d = dreamer(store, llm, dreamer_max_promotions=2)
+    first = d.run_cycle("test")
+    spaces = {store.show(i)[0].space for i in first.promoted}
+    assert spaces == {"intent:eight", "intent:seven"} and d.last["deferred"] == 1
+    second = d.run_cycle("test")
+    assert [store.show(i)[0].space for i in second.promoted] == ["intent:six"]
+    assert len(llm.calls) == 3
