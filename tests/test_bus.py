@@ -193,7 +193,7 @@ def test_malformed_frames_crash_or_stall_nothing_and_are_all_counted(probe, sett
         raw.close()
     assert role.poll() is None and bus_process.poll() is None
     assert Counter(stats["rejected"]) == expected
-    assert stats["handled"] == handled + 1  # the valid "end" message went through
+    assert stats["handled"] > handled  # the valid "end" message went through (late syncs may too)
     assert stats["handler_errors"] == 0
     # The counts are published in the role's heartbeat too.
     deadline = time.monotonic() + 10
