@@ -63,7 +63,8 @@ def print_status(report: dict, as_json: bool) -> None:
                       f"{r['uptime_s']:.0f}s" if r["alive"] else "-", r["supervisor_state"] or "-",
                       str(r["gaps"]), str(r["rejected"]), str(r["unacked"]), str(r["lost"]),
                       str(r["in_flight"]))
-    console.print(table)
+    # piped output (no terminal) gets room for every column instead of 80-column truncation
+    (console if console.is_terminal else Console(width=160)).print(table)
     backends = report.get("llm_backends")
     if backends:
         console.print("LLM backends: " + ", ".join(f"{k}={v}" for k, v in backends.items()))
