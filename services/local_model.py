@@ -361,10 +361,13 @@ def backend_description(settings: Settings, env: dict[str, str] | None = None) -
 # ---------------------------------------------------------------------------------------------
 
 def main(argv: list[str]) -> int:
-    """`requirements` prints the part pins; `check` exits 0 when the model to serve is ready;
+    """`needs` exits 0 when a tier has no endpoint configured (environment or .env files);
+    `requirements` prints the part pins; `check` exits 0 when the model to serve is ready;
     `ensure` assembles and verifies it (idempotent) and prints its path."""
     command = argv[0] if argv else ""
-    settings = load_settings()
+    settings = load_settings()   # also loads .env files into the environment
+    if command == "needs":
+        return 0 if needs_local_model() else 1
     if command == "requirements":
         print(" ".join(BUNDLED.requirements()))
         return 0
@@ -385,7 +388,7 @@ def main(argv: list[str]) -> int:
             return 1
         print(path)
         return 0
-    print("usage: python -m services.local_model requirements|check|ensure", file=sys.stderr)
+    print("usage: python -m services.local_model needs|requirements|check|ensure", file=sys.stderr)
     return 2
 
 
