@@ -12,7 +12,6 @@ import json
 import multiprocessing as mp
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
