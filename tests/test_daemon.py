@@ -191,3 +191,18 @@ def test_status_without_a_daemon_reports_every_role_missing(settings, bus_only_c
     assert report["supervisord_pid"] is None
     assert [(r["role"], r["alive"]) for r in report["roles"]] == [("bus", False)]
     assert_nothing_left(settings)
+
+
+def test_expected_instances_follow_supervisord_conf(tmp_path, monkeypatch):
+    conf = tmp_path / "supervisord.conf"
+    conf.write_text("[supervisord]\nlogfile=x\n\n[program:bus]\ncommand=x\n\n"
+                    "[program:planner]\ncommand=x\nnumprocs=%(ENV_ARTOO_SCALE)s\n"
+                    "process_name=%(program_name)s_%(process_num)d\n\n"
+                    "[program:llm]\ncommand=x\nautostart=%(ENV_ARTOO_LLM_AUTOSTART)s\n\n"
+                    "[program:manual]\ncommand=x\nautostart=false\n")
+    monkeypatch.setenv("ARTOO_SUPERVISORD_CONF", str(conf))
+    env = {"ARTOO_SCALE": "3", "ARTOO_LLM_AUTOSTART": "true"}
+    assert daemon.expected_instances(env) == [("bus", 0), ("planner", 0), ("planner", 1),
+                                              ("planner", 2)]  # llm is watched over HTTP
+    programs = {p.name: p for p in daemon.expected_programs(env)}
+    assert programs["planner"].numprocs == 3 and not programs["manual"].autostart
