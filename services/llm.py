@@ -12,11 +12,13 @@ as LlmUsage when a bus client is attached and logged (with the full prompts) to 
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import random
 import re
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
@@ -148,7 +150,9 @@ def parse_model(model: type[T], text: str) -> T:
         raise ValueError(f"reply does not match the schema: {errs}") from None
 
 
+@functools.lru_cache(maxsize=64)
 def _schema_for(model: type[BaseModel]) -> dict:
+    """A model's JSON schema, built once per process (pydantic takes ~25 ms the first time)."""
     return model.model_json_schema()
 
 
@@ -161,6 +165,41 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+
+
+_warm_lock = threading.Lock()
+_warmed = False
+
+
+def warm_sdk() -> None:
+    """Pay the openai SDK's lazy first-call cost (imports, request and response model building,
+    ~120 ms) once per process, offline: parse a canned completion and send one request to a closed
+    loopback port. A process that forks workers (the spawner's zygote) does this before forking, so
+    no effector pays it on its first real call."""
+    global _warmed
+    with _warm_lock:
+        if _warmed:
+            return
+        _warmed = True
+    try:
+        from openai.types.chat import ChatCompletion
+        ChatCompletion.model_validate({
+            "id": "warm", "object": "chat.completion", "created": 0, "model": "warm",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "{}"}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+        probe = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="warm", max_retries=0,
+                              timeout=0.5)
+        try:
+            probe.chat.completions.create(model="warm", messages=[{"role": "user", "content": "."}],
+                                          response_format={"type": "json_object"},
+                                          extra_headers={"X-Artoo-Role": "warm"})
+        except openai.OpenAIError:
+            pass  # expected: nothing listens on the discard port
+        finally:
+            probe.close()
+    except Exception:  # warming is an optimisation; never fail a role over it
+        log.debug("SDK warm-up failed", exc_info=True)
 
 
 class LLMClient:
@@ -182,7 +221,9 @@ class LLMClient:
                  **kwargs) -> "LLMClient":
         settings = settings or load_settings()
         tier = ROLE_TIERS.get(role, "TOOL")
-        return cls(role, tier_config(tier, settings), settings, bus=bus, **kwargs)
+        client = cls(role, tier_config(tier, settings), settings, bus=bus, **kwargs)
+        warm_sdk()
+        return client
 
     @property
     def local(self) -> bool:

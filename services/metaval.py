@@ -327,6 +327,10 @@ class MetaValidator:
 
 def setup(client: BusClient, settings: Settings) -> MetaValidator:
     mv = MetaValidator(client, settings)
+    try:  # build the LLM client now (and warm the SDK), not on the first task
+        mv.llm
+    except LLMError as exc:
+        log.warning("LLM not configured yet: %s", exc)
     mv.register()
     mv.resume()
     return mv

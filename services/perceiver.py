@@ -351,6 +351,10 @@ class Perceiver:
 
 def setup(client: BusClient, settings: Settings) -> Perceiver:
     perceiver = Perceiver(client, settings)
+    try:  # build the LLM client now (and warm the SDK), not on the first task
+        perceiver.llm
+    except LLMError as exc:
+        log.warning("LLM not configured yet: %s", exc)
     perceiver.register()
     perceiver.resume()
     return perceiver

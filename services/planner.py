@@ -359,6 +359,10 @@ class Planner:
 
 def setup(client: BusClient, settings: Settings) -> Planner:
     planner = Planner(client, settings)
+    try:  # build the LLM client now (and warm the SDK), not on the first task
+        planner.llm
+    except LLMError as exc:
+        log.warning("LLM not configured yet: %s", exc)
     planner.register()
     planner.dispatcher.resume()
     return planner

@@ -67,3 +67,17 @@ def reject(gap: str, verdicts: list[tuple[str, str]] | None = None,
 
 PROSE = "Sure! I would first look at the files, then count them, and finally report the total."
 INVALID_JSON = '{"task_criteria": [], "subtasks": [{"intent": "count", "success_criteria": [}'
+
+
+def effector_responder(command: str, output: Any, *criteria: str):
+    """Stateless executor + agentval responders for any number of identical tasks: the executor
+    runs `command` on its first turn and reports `output` once a tool result is in its prompt; the
+    validator finds every criterion met (R4a requires a successful tool record for that)."""
+    from replies_effector import all_met, result, shell
+
+    def executor(req):
+        return result(output) if "Tool calls so far" in req.user else shell(command)
+
+    def agentval(req):
+        return all_met(*criteria)
+    return executor, agentval

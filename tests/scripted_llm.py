@@ -129,6 +129,9 @@ class ScriptedLLM:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body are separate writes: without TCP_NODELAY, Nagle + the client's
+            # delayed ACK add ~40 ms to every reply, which is not "answering at once".
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # keep test output clean
                 pass

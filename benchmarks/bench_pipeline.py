@@ -1,0 +1,195 @@
+"""Pipeline orchestration overhead (issue 3): the whole daemon with a scripted LLM that answers at once.
+
+* Latency: a one-subtask task end to end, UserRequest sent → FinalResult received (perceiver, memory
+  calibration, planner, dispatcher offer/claim/assign, effector spawn, executor, agent-validator,
+  meta-validator, GGS, the memory write), p50/p95 over N sequential tasks (target p50 ≤ 150 ms).
+* Baseline in the same run: the six sequential LLM calls of such a task (R1, R2, R3 tool call,
+  R3 result, R4a, R4b) made directly against the same scripted server with the same client — the
+  part of the latency that is the (here instant) model, not orchestration. (The task also runs one
+  real shell tool call, `basename $PWD`, through the Law 1 gate.)
+* Throughput: tasks per minute with C tasks in flight at once.
+
+Run: `.venv/bin/python benchmarks/bench_pipeline.py [--tasks 50] [--concurrency 8] [--json]`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from protocol.bus import BusClient  # noqa: E402
+from protocol.messages import RunOptions, UserRequest  # noqa: E402
+from protocol.settings import load_settings  # noqa: E402
+from replies_pipeline import accept, effector_responder, perception, plan, subtask  # noqa: E402
+from scripted_llm import ScriptedLLM  # noqa: E402
+
+EXECUTOR, AGENTVAL = effector_responder("basename $PWD", "ws", "the name is printed")
+REPLIES = {
+    "perceiver": perception("report the workspace name", ["the name is printed"]),
+    "planner": plan(subtask("report the workspace name", ["the name is printed"])),
+    "executor": EXECUTOR,
+    "agentval": AGENTVAL,
+    "metaval": accept("the workspace is ws", merged_output="ws"),
+}
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    k = (len(values) - 1) * p
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+class Submitter:
+    """The user side: sends UserRequests and times each until its FinalResult arrives."""
+
+    def __init__(self, settings):
+        self.done: dict[str, float] = {}
+        self.results: dict[str, str] = {}
+        self.summaries: dict[str, str] = {}
+        self.cond = threading.Condition()
+        self.client = BusClient("user", settings=settings, heartbeat=False)
+        self.client.on("FinalResult", self._final, ack=True)
+        self.client.start()
+
+    def _final(self, env, msg) -> None:
+        with self.cond:
+            self.done.setdefault(msg.task_id, time.perf_counter())
+            self.results[msg.task_id] = msg.directive
+            self.summaries[msg.task_id] = msg.summary
+            self.cond.notify_all()
+
+    def run(self, run_id: str, timeout: float = 60.0) -> float:
+        start = time.perf_counter()
+        self.client.send(UserRequest(task_id=run_id, text="report the workspace name",
+                                     options=RunOptions(yes=True)))
+        with self.cond:
+            if not self.cond.wait_for(lambda: run_id in self.done, timeout):
+                raise TimeoutError(f"no FinalResult for {run_id} within {timeout}s")
+            if self.results[run_id] not in ("accept", "success"):
+                raise RuntimeError(f"{run_id} ended {self.results[run_id]}: "
+                                   f"{self.summaries.get(run_id)}")
+            return (self.done[run_id] - start) * 1000
+
+
+def llm_floor(settings, n: int) -> list[float]:
+    """The six sequential LLM calls of one task through the real client."""
+    from services.llm import LLMClient
+    from services.metaval import MergeVerdict
+    from services.perceiver import Perception
+    from services.planner import PlanReply
+    clients = {r: LLMClient.for_role(r, settings) for r in REPLIES}
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        clients["perceiver"].complete_json(Perception, "s", "u")
+        clients["planner"].complete_json(PlanReply, "s", "u")
+        clients["executor"].complete_text("s", "u")       # R3: tool call
+        clients["executor"].complete_text("s", "Tool calls so far")  # R3: result
+        clients["agentval"].complete_text("s", "u")
+        clients["metaval"].complete_json(MergeVerdict, "s", "u")
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=int, default=50)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--throughput-tasks", type=int, default=48)
+    ap.add_argument("--scale", default="2", help="instances of each scalable role")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="at-bp-", dir="/tmp"))
+    (root / "home").mkdir()
+    (root / "ws").mkdir()
+    from services import daemon
+    with ScriptedLLM() as llm:
+        for role, reply in REPLIES.items():
+            llm.on(role, reply if callable(reply) else (lambda req, reply=reply: reply))
+        os.environ.update({"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
+                           "ARTOO_SCALE": args.scale, **llm.env()})
+        os.environ.pop("ARTOO_RUN_DIR", None)
+        settings = load_settings()
+        settings.ensure_dirs()
+        t0 = time.perf_counter()
+        daemon.up(settings, timeout_s=180)
+        up_s = time.perf_counter() - t0
+        try:
+            sub = Submitter(settings)
+            for i in range(3):                                   # warm-up (imports, caches)
+                sub.run(f"run-warm-{i}")
+            latencies = [sub.run(f"run-seq-{i}") for i in range(args.tasks)]
+            floor = llm_floor(settings, min(args.tasks, 20))
+
+            ids = [f"run-par-{i}" for i in range(args.throughput_tasks)]
+            queue_ = list(ids)
+            lock = threading.Lock()
+            errors: list[str] = []
+
+            def worker():
+                while True:
+                    with lock:
+                        if not queue_:
+                            return
+                        rid = queue_.pop()
+                    try:
+                        sub.run(rid, timeout=120)
+                    except Exception as exc:  # noqa: BLE001 - reported below
+                        errors.append(f"{rid}: {exc}")
+
+            start = time.perf_counter()
+            threads = [threading.Thread(target=worker) for _ in range(args.concurrency)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wall = time.perf_counter() - start
+            sub.client.stop()
+        finally:
+            daemon.down(settings)
+            shutil.rmtree(root, ignore_errors=True)
+
+    p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
+    f50 = pct(floor, 0.5)
+    figures = {
+        "tasks": args.tasks, "scale": int(args.scale), "daemon_up_s": round(up_s, 1),
+        "e2e_p50_ms": round(p50, 1), "e2e_p95_ms": round(p95, 1),
+        "e2e_min_ms": round(min(latencies), 1), "e2e_max_ms": round(max(latencies), 1),
+        "llm_floor_p50_ms": round(f50, 1),
+        "orchestration_p50_ms": round(p50 - f50, 1),
+        "e2e_over_llm_floor": round(p50 / f50, 1) if f50 else None,
+        "concurrency": args.concurrency, "throughput_tasks": args.throughput_tasks,
+        "throughput_wall_s": round(wall, 2),
+        "tasks_per_minute": round(args.throughput_tasks / wall * 60, 1),
+        "errors": errors[:5], "target_p50_ms": 150, "meets_target": p50 <= 150,
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(f"daemon up in {figures['daemon_up_s']} s (scale {args.scale})")
+        print(f"one-subtask task, submit → FinalResult, {args.tasks} sequential tasks: "
+              f"p50 {p50:.1f} ms, p95 {p95:.1f} ms (min {min(latencies):.1f}, max {max(latencies):.1f})"
+              f"  [target p50 ≤ 150 ms: {'met' if p50 <= 150 else 'NOT met'}]")
+        print(f"baseline, the 6 sequential scripted LLM calls alone: p50 {f50:.1f} ms → "
+              f"orchestration ≈ {p50 - f50:.1f} ms ({figures['e2e_over_llm_floor']}× the LLM floor)")
+        print(f"throughput, {args.concurrency} tasks in flight: {args.throughput_tasks} tasks in "
+              f"{wall:.1f} s = {figures['tasks_per_minute']} tasks/minute"
+              + (f"; errors: {errors[:3]}" if errors else ""))
+    return 0 if not errors else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
