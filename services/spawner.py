@@ -339,6 +339,15 @@ class Zygote:
         self.marker = _process_marker(os.getpid(), str(settings.home))
 
     def start(self, timeout: float = 60.0) -> None:
+        """Launch the zygote (from the spawner's main thread) and the thread that watches it."""
+        self._launch()
+        threading.Thread(target=self._watch, name="zygote-watch", daemon=True).start()
+        if not self._hello.wait(timeout):
+            raise RuntimeError(f"the effector zygote did not start within {timeout:.0f}s")
+
+    def _launch(self) -> None:
+        # PR_SET_PDEATHSIG fires when the *thread* that forked the child ends: the zygote is
+        # only ever launched from threads that live as long as the spawner (main, zygote-watch).
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = dict(os.environ, **{MARKER_ENV: self.marker, "PYTHONUNBUFFERED": "1"})
         argv = [sys.executable, "-m", "services.spawner", "--zygote", str(child.fileno())]
@@ -353,47 +362,45 @@ class Zygote:
                                          __file__))), **kwargs)
         child.close()
         self.sock = parent
-        threading.Thread(target=self._watch, args=(parent,), name="zygote-watch",
-                         daemon=True).start()
-        if not self._hello.wait(timeout):
-            raise RuntimeError(f"the effector zygote did not start within {timeout:.0f}s")
 
-    def _watch(self, sock: socket.socket) -> None:
-        reader = FrameReader(sock)
+    def _watch(self) -> None:
         while True:
-            frames = reader.read()
-            if frames is None:
-                break
-            for frame in frames:
-                if frame.get("ev") == "hello":
-                    self._hello.set()
-                    continue
+            reader = FrameReader(self.sock)
+            while True:
+                frames = reader.read()
+                if frames is None:
+                    break
+                for frame in frames:
+                    if frame.get("ev") == "hello":
+                        self._hello.set()
+                        continue
+                    try:
+                        self.on_event(frame)
+                    except Exception:
+                        log.exception("zygote event handler failed")
+            if self.proc is not None:
                 try:
-                    self.on_event(frame)
-                except Exception:
-                    log.exception("zygote event handler failed")
-        if self.proc is not None:
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        if self.stopping:
-            return
-        log.error("the effector zygote died; its effectors died with it; restarting it")
-        try:
-            self.on_event({"ev": "zygote-died"})
-        except Exception:
-            log.exception("zygote-died handler failed")
-        # Restarted from this long-lived thread: PDEATHSIG follows the thread that forked.
-        delay = 0.5
-        while not self.stopping:
-            try:
-                self.start()
+                    self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+            if self.stopping:
                 return
-            except Exception as exc:
-                log.error("zygote restart failed: %s", exc)
-                time.sleep(delay)
-                delay = min(delay * 2, 10.0)
+            log.error("the effector zygote died; its effectors died with it; restarting it")
+            try:
+                self.on_event({"ev": "zygote-died"})
+            except Exception:
+                log.exception("zygote-died handler failed")
+            delay = 0.5
+            while not self.stopping:
+                try:
+                    self._launch()
+                    break
+                except Exception as exc:
+                    log.error("zygote restart failed: %s", exc)
+                    time.sleep(delay)
+                    delay = min(delay * 2, 10.0)
+            if self.stopping:
+                return
 
     def spawn(self, key: str, subtask: SubTask) -> None:
         with self._send_lock:
@@ -595,6 +602,7 @@ class Spawner:
                                   for e in self.running.values()]}
 
     def close(self) -> None:
+        self.zygote.stopping = True              # its exit from now on is expected: no restart
         with self.lock:
             self.stopping = True
             effectors = list(self.running.values())

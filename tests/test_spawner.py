@@ -25,6 +25,7 @@ def h():
     # Executor requests with no scripted reply block until a test releases them.
     harness.llm.on("executor", lambda req: (harness.release.wait(60), R.result("late"))[1])
     try:
+        harness.default = harness.start_spawner()      # shared by the tests that do not kill it
         yield harness
     finally:
         harness.release.set()
@@ -68,7 +69,7 @@ def test_concurrency_cap_and_queueing(h):
     try:
         h.release.clear()
         first = h.subtask("first", ["done"])              # blocks in its first LLM call
-        h.place(first)
+        h.place(first, spawner=node)
         started = h.seen.wait("EffectorStarted", lambda m: m.subtask_id == first.subtask_id)[0]
         assert started.spawner == node and started.spawn_ms > 0
         second = h.subtask("second", ["done"])
@@ -76,11 +77,11 @@ def test_concurrency_cap_and_queueing(h):
         h.llm.add("executor", R.result("two"), task=second.parent_task_id)
         h.llm.add("agentval", R.all_met("done"), task=second.parent_task_id)
         with pytest.raises(TimeoutError):                  # no free slot: no claim
-            h.place(second, timeout=1.5)
+            h.place(second, spawner=node, timeout=1.5)
         assert spawner_info(h, node)["cap"] == 1
         h.release.set()                                    # the first finishes (not matched)
         h.outcome(first, timeout=30)
-        h.place(second)
+        h.place(second, spawner=node)
         assert h.outcome(second).status == "matched"
         assert h.exited(second).reason == "completed"
     finally:
@@ -88,27 +89,25 @@ def test_concurrency_cap_and_queueing(h):
 
 
 def test_task_cancel_kills_the_effector(h):
-    node = h.start_spawner()
     try:
         h.release.clear()
         st = h.subtask("cancel me", ["done"])
         h.llm.add("executor", R.shell("sleep 45; echo never"), task=st.parent_task_id)
-        h.place(st)
+        h.place(st, spawner=h.default)
         started = h.seen.wait("EffectorStarted", lambda m: m.subtask_id == st.subtask_id)[0]
         sleeper = wait_for_process(tool_process(st.subtask_id, "45"))
         h.user.publish(TaskCancel(task_id=st.parent_task_id))
         exited = h.exited(st)
         assert exited.reason == "cancelled" and exited.pid == started.pid
         gone, alive = psutil.wait_procs([sleeper], timeout=10)
-        assert not alive and not psutil.pid_exists(started.pid)
+        assert not alive and not alive_pid(started.pid)
     finally:
         h.release.set()
-        h.stop_spawner(node)
 
 
 def test_sigkill_of_the_spawner_leaves_nothing_and_another_spawner_takes_over(h):
     a = h.start_spawner()
-    b = h.start_spawner()
+    b = h.default
     try:
         h.release.clear()
         st = h.subtask("survive a crash", ["done"])
@@ -142,9 +141,8 @@ def test_sigkill_of_the_spawner_leaves_nothing_and_another_spawner_takes_over(h)
         assert h.exited(st).spawner == b
     finally:
         h.release.set()
-        for node in (a, b):
-            if node in h.spawners:
-                h.stop_spawner(node)
+        if a in h.spawners:
+            h.stop_spawner(a)
 
 
 def test_a_restarted_spawner_sweeps_what_a_killed_process_group_left(h):
@@ -165,3 +163,34 @@ def test_a_restarted_spawner_sweeps_what_a_killed_process_group_left(h):
         h.stop_spawner(c)
     finally:
         h.release.set()
+
+
+def test_a_dead_zygote_is_reported_and_restarted(h):
+    node = h.default
+    try:
+        h.release.clear()
+        st = h.subtask("zygote victim", ["done"])
+        h.place(st, spawner=node)
+        started = h.seen.wait("EffectorStarted", lambda m: m.subtask_id == st.subtask_id)[0]
+        zygote = spawner_info(h, node)["zygote_pid"]
+        os.kill(zygote, signal.SIGKILL)
+        exited = h.exited(st)
+        assert exited.reason == "crashed" and exited.pid == started.pid
+        assert not alive_pid(started.pid)
+        h.seen.wait("Heartbeat", lambda m: m.node == node and m.info.get("zygote_pid") not in
+                    (None, zygote), timeout=60)
+        again = h.subtask("after the restart", ["done"])
+        h.llm.add("executor", R.shell("echo back"), task=again.parent_task_id)
+        h.llm.add("executor", R.result("back"), task=again.parent_task_id)
+        h.llm.add("agentval", R.all_met("done"), task=again.parent_task_id)
+        h.place(again, spawner=node)
+        assert h.outcome(again).status == "matched"
+    finally:
+        h.release.set()
+
+
+def alive_pid(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
