@@ -66,12 +66,12 @@ class RunSession:
         self.yes = yes
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.quiet = quiet
-        self.events: queue.Queue = queue.Queue()
-        self.runs: set[str] = set()
+        self.queues: dict[str, queue.Queue] = {}    # run id -> its events, for follow()
+        self.seen: dict[str, list] = {}              # run id -> (envelope, message) observed
         self.usages: dict[str, list[dict]] = {}
         self.client = connect(settings)
         c = self.client
-        mine = lambda env, _m: env.task in self.runs  # noqa: E731 - ack only our own runs
+        mine = lambda env, _m: env.task in self.queues  # noqa: E731 - ack only our own runs
         c.on("*", self._observe, when=mine)
         c.on("FinalResult", self._terminal, ack=True, when=mine)
         c.on("ConversationalReply", self._terminal, ack=True, when=mine)
@@ -91,16 +91,22 @@ class RunSession:
         if env.type == "LlmUsage":
             self.usages.setdefault(env.task, []).append(msg.model_dump())
             return
-        self.events.put(("msg", env, msg))
+        self.seen[env.task].append((env, msg))
+        self._put("msg", env, msg)
+
+    def _put(self, kind: str, env, msg) -> None:
+        q = self.queues.get(env.task)
+        if q is not None:
+            q.put((kind, env, msg))
 
     def _terminal(self, env, msg) -> None:
-        self.events.put(("end", env, msg))
+        self._put("end", env, msg)
 
     def _prompt(self, env, msg: ClarificationRequest) -> None:
         if not self.interactive:  # the perceiver should not ask then; answer "proceed" anyway
             self.client.send(ClarificationReply(task_id=msg.task_id, answer="", round=msg.round))
             return
-        self.events.put(("clarify", env, msg))
+        self._put("clarify", env, msg)
 
     def _approval(self, env, msg: ApprovalRequest) -> None:
         if self.yes:
@@ -108,7 +114,7 @@ class RunSession:
         elif not self.interactive:
             self._decide(msg, False, "no-operator", "no operator to ask (non-interactive)")
         else:
-            self.events.put(("approve", env, msg))
+            self._put("approve", env, msg)
 
     def _decide(self, req: ApprovalRequest, approved: bool, by: str, reason: str) -> None:
         self.client.send(ApprovalDecision(task_id=req.task_id, approval_id=req.approval_id,
@@ -122,7 +128,8 @@ class RunSession:
     def submit(self, text: str, *, run_id: str | None = None, history: list[str] | None = None,
                deadline_s: float | None = None) -> str:
         run_id = run_id or new_run_id()
-        self.runs.add(run_id)
+        self.queues[run_id] = queue.Queue()
+        self.seen[run_id] = []
         options = RunOptions(yes=self.yes, interactive=self.interactive, deadline_s=deadline_s)
         self.client.send(UserRequest(task_id=run_id, text=text, options=options,
                                      history=list(history or [])[-5:]))
@@ -173,10 +180,8 @@ class RunSession:
         if now > limit:
             return True, None
         try:
-            kind, env, msg = self.events.get(timeout=0.2)
+            kind, env, msg = self.queues[run_id].get(timeout=0.2)
         except queue.Empty:
-            return False, None
-        if env.task != run_id:
             return False, None
         if kind == "msg":
             line = render.describe(env, msg)
@@ -239,6 +244,12 @@ class RunSession:
         live = self.usages.get(run_id, [])
         logged = [e for e in tasklog.read(self.settings.tasks_dir, run_id) if e.get("kind") == "llm_call"]
         return logged if len(logged) > len(live) else live
+
+    def forget(self, run_id: str) -> None:
+        """Drop a finished run's buffers (a REPL session runs many)."""
+        self.queues.pop(run_id, None)
+        self.seen.pop(run_id, None)
+        self.usages.pop(run_id, None)
 
     def report(self, run_id: str, final) -> None:
         if isinstance(final, ConversationalReply):
@@ -401,6 +412,7 @@ def repl(yes: bool) -> None:
                 console.print("[red]no result (cancel unanswered or deadline passed)[/red]")
                 continue
             session.report(rid, final)
+            session.forget(rid)
             summary = final.answer if isinstance(final, ConversationalReply) else final.summary
             history.append(f"[{len(history) + 1}] User: {text}\n    Result: {render.clip(summary, 300)}")
             history = history[-5:]

@@ -3,10 +3,19 @@ planner, spawner + effectors, meta-validator, GGS) with the scripted LLM, plus t
 helpers and exit codes."""
 from __future__ import annotations
 
+import io
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable
 
 import pytest
 
@@ -14,7 +23,11 @@ from conftest import REPO
 from protocol.envelope import Envelope
 from protocol.messages import (ConversationalReply, FinalResult, LossBreakdown, MemoryRecall,
                                SubTaskOutcome)
-from services import render
+from protocol.settings import load_settings
+from replies_effector import SubtaskScript, all_met, result, shell
+from replies_pipeline import INVALID_JSON, PROSE, accept, empty_plan, perception, plan, reject, subtask
+from scripted_llm import Delay, ScriptedLLM
+from services import render, tasklog
 from services.cli_run import exit_code
 
 
@@ -77,3 +90,294 @@ def test_run_without_a_daemon_exits_2_with_a_clear_message(tmp_path):
     usage = subprocess.run([sys.executable, "-m", "services.cli", "run"], env=env, cwd=REPO,
                            capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end on the real daemon
+# ---------------------------------------------------------------------------------------------
+
+class Router:
+    """Executor/agentval replies per subtask intent: SubtaskScript queues, plus callables for the
+    replies a test must compute at request time (a barrier, a recorded prompt)."""
+
+    def __init__(self, llm):
+        self.script = SubtaskScript()
+        self.calls: dict[str, Callable] = {}
+        self.prompts: dict[str, list[tuple[float, str, str]]] = {}
+        self.lock = threading.Lock()
+        for role in ("executor", "agentval"):
+            llm.on(role, self._respond(role))
+
+    def _respond(self, role: str):
+        fallback = self.script.responder(role)
+
+        def respond(req):
+            with self.lock:
+                for intent, fn in self.calls.items():
+                    if f"Subtask: {intent}" in req.user and role == "executor":
+                        self.prompts.setdefault(intent, []).append((time.time(), role, req.user))
+                        break
+                else:
+                    fn = None
+                for intent in self.prompts_wanted:
+                    if f"Subtask: {intent}" in req.user:
+                        self.prompts.setdefault(intent, []).append((time.time(), role, req.user))
+            return fn(req) if fn is not None else fallback(req)
+        return respond
+
+    prompts_wanted: set[str] = set()
+
+    def simple(self, intent: str, output: str, criteria: list[str]) -> None:
+        """One tool call, then the result; every criterion met."""
+        self.script.executor(intent, shell(f"echo {output}"), result(output))
+        self.script.agentval(intent, all_met(*criteria))
+
+
+@pytest.fixture(scope="module")
+def e2e():
+    from rich.console import Console
+    from services import daemon
+    from services.cli_run import RunSession
+    root = Path(tempfile.mkdtemp(prefix="at-e2e-", dir="/tmp"))
+    (root / "home").mkdir()
+    (root / "ws").mkdir()
+    with pytest.MonkeyPatch.context() as mp, ScriptedLLM() as llm:
+        for key, value in {"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
+                           "ARTOO_SCALE": "2", "ARTOO_LLM_BACKOFF_S": "0.01",
+                           "ARTOO_LLM_RETRIES": "0", **llm.env()}.items():
+            mp.setenv(key, value)
+        mp.delenv("ARTOO_RUN_DIR", raising=False)
+        settings = load_settings()
+        settings.ensure_dirs()
+        daemon.up(settings, timeout_s=120)
+        session = None
+        try:
+            session = RunSession(settings, Console(file=io.StringIO(), width=160),
+                                 interactive=False)
+            yield SimpleNamespace(settings=settings, llm=llm, session=session, root=root,
+                                  router=Router(llm))
+        finally:
+            if session is not None:
+                session.close()
+            daemon.down(settings)
+            left = daemon.our_processes(settings)
+            shutil.rmtree(root, ignore_errors=True)
+            assert not left, f"processes left after down: {[p.pid for p in left]}"
+
+
+def new_rid(tag: str) -> str:
+    return f"run-e2e-{tag}-{time.monotonic_ns() % 10**8}"
+
+
+def run_task(e2e, rid: str, text: str, deadline_s: float = 60.0):
+    e2e.session.submit(text, run_id=rid, deadline_s=deadline_s)
+    final = e2e.session.follow(rid, deadline_s)
+    assert final is not None, f"{rid}: no FinalResult"
+    return final
+
+
+def seen(e2e, rid: str, type_name: str) -> list:
+    return [m for env, m in e2e.session.seen.get(rid, []) if env.type == type_name]
+
+
+def log_kinds(e2e, rid: str) -> list[str]:
+    return [ev["kind"] for ev in tasklog.read(e2e.settings.tasks_dir, rid)]
+
+
+def test_parallel_sequence_group_then_dependent_step(e2e):
+    rid = new_rid("par")
+    a, b, c = f"find alpha {rid}", f"find beta {rid}", f"combine {rid}"
+    barrier = threading.Barrier(2, timeout=30)
+
+    def meet_then(output):  # both sequence-1 executors must be in flight at the same time
+        def first_turn(req):
+            if "Tool calls so far" in req.user:
+                return result(output)
+            barrier.wait()
+            return shell(f"echo {output}")
+        return first_turn
+
+    e2e.router.calls[a] = meet_then("ALPHA-OUT-17")
+    e2e.router.calls[b] = meet_then("BETA-OUT-42")
+    e2e.router.script.agentval(a, all_met("alpha found"))
+    e2e.router.script.agentval(b, all_met("beta found"))
+    e2e.router.prompts_wanted.add(c)
+    e2e.router.simple(c, "SUM-59", ["combined"])
+    e2e.llm.add("perceiver", perception("find alpha and beta, then combine them"), task=rid)
+    e2e.llm.add("planner", plan(subtask(a, ["alpha found"], sequence=1),
+                                subtask(b, ["beta found"], sequence=1),
+                                subtask(c, ["combined"], sequence=2)), task=rid)
+    e2e.llm.add("metaval", accept("combined", merged_output="SUM-59"), task=rid)
+    final = run_task(e2e, rid, "find alpha and beta, then combine them")
+    assert final.directive == "accept", final.summary
+    outcomes = {o.intent: o for o in seen(e2e, rid, "SubTaskOutcome")}
+    assert {a, b, c} <= set(outcomes)
+    started = {m.subtask_id: m for m in seen(e2e, rid, "EffectorStarted")}
+    assert len(started) == 3 and len({m.pid for m in started.values()}) == 3  # one process each
+    first_c = e2e.router.prompts[c][0]
+    assert "ALPHA-OUT-17" in first_c[2] and "BETA-OUT-42" in first_c[2]  # injected context
+    ab_done = [ts for ts, role, _ in e2e.router.prompts.get(a, []) + e2e.router.prompts.get(b, [])]
+    assert first_c[0] >= max(ab_done)
+
+
+@pytest.mark.parametrize("replies, words", [
+    ([PROSE, PROSE], "no usable plan"),
+    ([INVALID_JSON, INVALID_JSON], "no usable plan"),
+    ([empty_plan(), empty_plan()], "no subtasks"),
+])
+def test_planning_failures_end_in_an_honest_final_result(e2e, replies, words):
+    rid = new_rid("pf")
+    e2e.llm.add("perceiver", perception("tidy the notes"), task=rid)
+    for r in replies:
+        e2e.llm.add("planner", r, task=rid)
+    final = run_task(e2e, rid, "tidy the notes")
+    assert final.directive == "abandon"
+    assert "planning failed" in final.summary and words in final.summary
+    assert "planning_failed" in log_kinds(e2e, rid)
+    assert not seen(e2e, rid, "DispatchManifest")
+
+
+def test_task_level_rejection_with_every_subtask_matched_replans(e2e):
+    rid = new_rid("rej")
+    first, second = f"list sizes {rid}", f"list sizes again {rid}"
+    crit = ["the largest file is named", "its size is given"]
+    e2e.router.simple(first, "a.txt-b.txt", ["sizes listed"])
+    e2e.router.simple(second, "largest=b.txt-2048", ["sizes listed"])
+    e2e.llm.add("perceiver", perception("name the largest file"), task=rid)
+    e2e.llm.add("planner", plan(subtask(first, ["sizes listed"]), task_criteria=crit), task=rid)
+    e2e.llm.add("planner", plan(subtask(second, ["sizes listed"]), task_criteria=crit), task=rid)
+    e2e.llm.add("metaval", reject("the largest file is not named", [(c, "fail") for c in crit]),
+                task=rid)
+    e2e.llm.add("metaval", accept("b.txt is the largest (2048 bytes)",
+                                  merged_output="b.txt 2048", verdicts=[(c, "pass") for c in crit]),
+                task=rid)
+    final = run_task(e2e, rid, "name the largest file")
+    assert final.directive == "accept" and final.replans == 1, final.summary
+    replan = seen(e2e, rid, "ReplanRequest")[0]
+    assert replan.failed_subtasks == [] and all(v.verdict == "fail"
+                                                for v in replan.task_criteria_verdicts)
+    assert seen(e2e, rid, "PlanDirective")
+    replan_prompt = e2e.llm.filter("planner", rid)[1].user
+    assert "REPLAN" in replan_prompt and "the largest file is not named" in replan_prompt
+
+
+def test_concurrent_tasks_do_not_mix_and_a_rerun_keeps_the_slug(e2e):
+    rids = {"alpha": new_rid("ca"), "beta": new_rid("cb")}
+    for word, rid in rids.items():
+        intent = f"count {word} words {rid}"
+        e2e.router.simple(intent, f"{word.upper()}-COUNT", ["count printed"])
+        e2e.llm.add("perceiver", perception(f"count the {word} words"), task=rid)
+        e2e.llm.add("planner", plan(subtask(intent, ["count printed"])), task=rid)
+        e2e.llm.add("metaval", accept(f"{word} counted", merged_output=f"{word.upper()}-COUNT"),
+                    task=rid)
+    for word, rid in rids.items():
+        e2e.session.submit(f"count the {word} words in notes.txt", run_id=rid, deadline_s=60)
+    finals = {}
+    threads = [threading.Thread(target=lambda w=w, r=r: finals.__setitem__(w, e2e.session.follow(r, 60)))
+               for w, r in rids.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for word, rid in rids.items():
+        other = "beta" if word == "alpha" else "alpha"
+        final = finals[word]
+        assert final.directive == "accept" and final.task_id == rid
+        assert final.output == f"{word.upper()}-COUNT"
+        assert other not in json.dumps([m.model_dump() for m in seen(e2e, rid, "SubTaskOutcome")])
+        assert all(ev["task_id"] == rid for ev in tasklog.read(e2e.settings.tasks_dir, rid))
+    assert finals["alpha"].intent_slug != finals["beta"].intent_slug
+
+    rerun = new_rid("ra")
+    intent = f"count alpha words {rerun}"
+    e2e.router.simple(intent, "ALPHA-COUNT", ["count printed"])
+    e2e.llm.add("perceiver", perception("tally alpha words in notes.txt"), task=rerun)
+    e2e.llm.add("planner", plan(subtask(intent, ["count printed"])), task=rerun)
+    e2e.llm.add("metaval", accept("alpha counted", merged_output="ALPHA-COUNT"), task=rerun)
+    again = run_task(e2e, rerun, "count the alpha words in notes.txt")
+    assert again.task_id != rids["alpha"] and again.intent_slug == finals["alpha"].intent_slug
+
+
+@pytest.mark.parametrize("role", ["perceiver", "planner", "metaval"])
+def test_sigkill_of_a_pipeline_role_mid_task_still_ends_before_the_deadline(e2e, role):
+    from protocol.envelope import owner
+    from services import daemon
+    rid = new_rid(f"k{role[:2]}")
+    intent = f"archive reports {rid}"
+    e2e.router.simple(intent, "ARCHIVED", ["archive made"])
+    replies = {"perceiver": perception("archive the reports"),
+               "planner": plan(subtask(intent, ["archive made"])),
+               "metaval": accept("archived", merged_output="ARCHIVED")}
+    for r, reply in replies.items():
+        if r == role:  # the first call hangs: the role is killed in the middle of it
+            e2e.llm.add(r, Delay(60, reply), task=rid)
+        e2e.llm.add(r, reply, task=rid)
+    deadline_s = 40.0
+    started = time.time()
+    e2e.session.submit("archive the reports", run_id=rid, deadline_s=deadline_s)
+    wait_until(lambda: e2e.llm.calls(role, rid) >= 1, 30, f"{role} LLM call")
+    info = daemon.supervisor_processes(e2e.settings)[(role, owner(rid, 2))]
+    os.kill(info["pid"], signal.SIGKILL)
+    final = e2e.session.follow(rid, deadline_s)
+    assert final is not None and time.time() < started + deadline_s
+    assert final.directive == "accept", final.summary  # resumed, not merely abandoned
+    assert e2e.llm.calls(role, rid) == 2
+
+
+def test_cancel_reaches_every_role_and_the_effector(e2e):
+    import psutil
+    rid = new_rid("cx")
+    intent = f"wait forever {rid}"
+    e2e.router.script.executor(intent, Delay(60, result("never")))
+    e2e.llm.add("perceiver", perception("wait"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["done"])), task=rid)
+    e2e.session.submit("wait for a long time", run_id=rid, deadline_s=60)
+    started = wait_until(lambda: seen(e2e, rid, "EffectorStarted"), 30, "effector start")[0]
+    e2e.session._cancel(rid)
+    final = e2e.session.follow(rid, 30)
+    assert final.directive == "abandon" and "cancel" in final.summary.lower()
+    wait_until(lambda: not psutil.pid_exists(started.pid) or
+               psutil.Process(started.pid).status() == psutil.STATUS_ZOMBIE, 15, "effector gone")
+    state = e2e.settings.home / "state"
+    wait_until(lambda: not any((state / r / f"{rid}.json").exists()
+                               for r in ("planner", "metaval", "perceiver")), 15, "state dropped")
+
+
+def test_cli_json_exit_codes_and_the_conversational_path(e2e):
+    env = dict(os.environ)
+    rid = new_rid("cli")
+    intent = f"print the date {rid}"
+    e2e.router.simple(intent, "2026-11-22", ["date printed"])
+    e2e.llm.add("perceiver", perception("print the date"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["date printed"])), task=rid)
+    e2e.llm.add("metaval", accept("printed", merged_output="2026-11-22"), task=rid)
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--json", "--run-id", rid,
+                           "print", "the", "date"], env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    final = json.loads(proc.stdout)
+    assert final["task_id"] == rid and final["directive"] == "accept"
+
+    bad = new_rid("clibad")
+    e2e.llm.add("perceiver", perception("print the time"), task=bad)
+    e2e.llm.add("planner", PROSE, times=2, task=bad)
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--run-id", bad,
+                           "print the time"], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1 and "abandon" in proc.stdout and "Decisions" in proc.stdout
+
+    hello = new_rid("hi")
+    e2e.llm.add("perceiver", "Hello! I'm artoo.", task=hello)
+    final = run_task(e2e, hello, "hello")
+    assert isinstance(final, ConversationalReply) and final.answer == "Hello! I'm artoo."
+    assert exit_code(final) == 0
+
+
+def wait_until(pred, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
