@@ -88,6 +88,20 @@ class ExecutorStep(BaseModel):
         return {n: getattr(self, n) for n in names if getattr(self, n, None) is not None}
 
 
+MAX_OUTPUT_CHARS = 65_536      # a result must stay far below the bus's max frame size
+
+
+def bound_output(value: Any) -> Any:
+    """Keep a result's output bounded (head + tail) so its message always fits on the bus."""
+    if isinstance(value, str):
+        return head_tail(value, MAX_OUTPUT_CHARS)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return head_tail(str(value), MAX_OUTPUT_CHARS)
+    return value if len(text) <= MAX_OUTPUT_CHARS else head_tail(text, MAX_OUTPUT_CHARS)
+
+
 def signature(tool: str, args: dict[str, Any]) -> str:
     """Identity of a call for the duplicate guard: tool + canonical arguments (whitespace-trimmed)."""
     norm = {k: (" ".join(v.split()) if isinstance(v, str) and k != "content" else v)
@@ -196,6 +210,17 @@ class Executor:
             out.append(f"{head}\n{body or '(no output)'}")
         return list(reversed(out))
 
+    def _blocked(self, tool: str, args: dict[str, Any]) -> str:
+        """GGS's blocked tools and targets, enforced in code (not only in the prompt)."""
+        if tool in self.subtask.blocked_tools:
+            return f"the tool {tool} is blocked for this subtask (it failed logically before)"
+        targets = {" ".join(str(v).split()) for k, v in args.items() if k != "content"}
+        for target in self.subtask.blocked_targets:
+            if " ".join(target.split()) in targets:
+                return (f"the target {target} is blocked for this subtask (it failed "
+                        f"environmentally before); use another one")
+        return ""
+
     # -- one attempt --------------------------------------------------------------------------
     def run_attempt(self, attempt: int, correction: Optional[CorrectionSignal] = None
                     ) -> ExecutionResult:
@@ -208,7 +233,7 @@ class Executor:
         def result(status: str, output: Any, uncertainty: Optional[str] = None
                    ) -> ExecutionResult:
             return ExecutionResult(task_id=self.task_id, subtask_id=self.subtask.subtask_id,
-                                   attempt=attempt, status=status, output=output,
+                                   attempt=attempt, status=status, output=bound_output(output),
                                    uncertainty=uncertainty, tool_calls=list(calls))
 
         for turn in range(1, self.max_turns + 1):
@@ -245,9 +270,10 @@ class Executor:
                              f"the result.")
                 continue
             last_sig, repeats = sig, 0
-            if tool in self.subtask.blocked_tools:
+            blocked = self._blocked(tool, args)
+            if blocked:
                 record = ToolCallRecord(tool=tool, arguments=args, target=str(next(iter(
-                    args.values()), "")), error=f"the tool {tool} is blocked for this subtask")
+                    args.values()), "")), error=blocked)
             else:
                 started = time.monotonic()
                 out = self.toolbox.run(tool, args)

@@ -168,3 +168,21 @@ def test_validator_scoring_error_is_failed_not_silent(settings):
     j = AgentValidator(subtask("c"), FakeLLM(LLMError("agentval: invalid LLM output")),
                        settings).judge(_result([OK_RECORD]))
     assert j.kind == "failed" and j.outcome.failure_reason.startswith("scoring error")
+
+
+def test_blocked_tools_and_targets_are_enforced_in_code(settings, toolbox):
+    st = subtask("x", blocked_tools=["web_search"], blocked_targets=["/data/missing.csv"])
+    llm = FakeLLM({"action": "tool", "tool": "web_search", "query": "q"},
+                  {"action": "tool", "tool": "read_file", "path": "/data/missing.csv"},
+                  {"action": "result", "output": "gave up", "status": "failed"})
+    result = Executor(st, llm, toolbox, settings).run_attempt(1)
+    assert [c.error.split(" (")[0] for c in result.tool_calls] == [
+        "the tool web_search is blocked for this subtask",
+        "the target /data/missing.csv is blocked for this subtask"]
+    assert "Do not touch these targets: /data/missing.csv" in llm.prompts[0]
+
+
+def test_huge_outputs_are_bounded(settings, toolbox):
+    llm = FakeLLM({"action": "result", "output": "y" * 500_000})
+    result = Executor(subtask("x"), llm, toolbox, settings).run_attempt(1)
+    assert len(result.output) < 70_000 and "characters omitted" in result.output
