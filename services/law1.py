@@ -970,8 +970,8 @@ class _Walker:
                      "rev-list", "for-each-ref", "ls-remote", "show-branch", "var", "annotate",
                      "range-diff", "verify-commit", "verify-tag", "cherry", "difftool"}
         if sub in read_subs:
-            if sub == "diff" and flag("--output"):
-                self.add(UNKNOWN, "git diff --output writes a file")
+            if flag("--output"):
+                self.add(DESTRUCTIVE, f"git {sub} --output writes (overwrites) a file")
             return
         if sub == "branch":
             if flag("-D", "--delete", "-d") or short("D") or (short("d") and not flag("--list")):
