@@ -381,3 +381,41 @@ def wait_until(pred, timeout: float, what: str):
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_operator_approval_prompt_denies_then_approves(e2e):
+    """Law 1 through the CLI: the effector asks, the interactive CLI shows the exact command and
+    answers with the operator's y/N (scripted here) — denied leaves the file and a [LAW1] line in
+    the result, approved deletes it."""
+    from rich.console import Console
+    from services.cli_run import RunSession
+    out = io.StringIO()
+    session = RunSession(e2e.settings, Console(file=out, width=160), interactive=True)
+    answers: list[str] = []
+    session.console.input = lambda prompt="": answers.pop(0)
+    target = e2e.settings.workspace / "old-notes.txt"
+    try:
+        for answer in ("n", "y"):
+            target.write_text("keep me?")
+            rid = new_rid(f"ap{answer}")
+            intent = f"delete old notes {rid}"
+            e2e.router.script.executor(intent, shell("rm old-notes.txt"), result("deleted"))
+            e2e.router.script.agentval(intent, all_met("old-notes.txt is gone"))
+            e2e.llm.add("perceiver", perception("delete old-notes.txt"), task=rid)
+            e2e.llm.add("planner", plan(subtask(intent, ["old-notes.txt is gone"])), task=rid)
+            e2e.llm.add("metaval", accept("deleted"), task=rid)
+            answers.append(answer)
+            session.submit("delete old-notes.txt", run_id=rid, deadline_s=60)
+            final = session.follow(rid, 60)
+            request = [m for env, m in session.seen[rid] if env.type == "ApprovalRequest"][0]
+            assert "rm old-notes.txt" in request.command
+            assert "rm old-notes.txt" in out.getvalue()  # the exact command was shown
+            decision = [m for env, m in session.seen[rid] if env.type == "ApprovalDecision"][0]
+            assert decision.decided_by == "operator" and decision.approved == (answer == "y")
+            if answer == "n":
+                assert target.exists() and final.directive == "abandon"
+                assert final.law1 and "[LAW1]" in final.law1[0]
+            else:
+                assert not target.exists() and final.directive == "accept", final.summary
+    finally:
+        session.close()
