@@ -31,6 +31,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+import psutil  # noqa: E402
+
 from memory_server import mkct  # noqa: E402
 from memory_server.store import MemoryStore  # noqa: E402
 from protocol.bus import BusClient  # noqa: E402
@@ -39,7 +41,7 @@ from protocol.settings import load_settings  # noqa: E402
 from scripted_llm import ScriptedLLM  # noqa: E402
 
 DAY = mkct.SECONDS_PER_DAY
-BATCH = 500                 # Megrams per MemoryWrite in the batched runs
+BATCH = 1000                # Megrams per MemoryWrite in the batched runs (~300 KB frames)
 WINDOW = 8                  # MemoryWrites in flight (unacknowledged) at a time
 SIZED_TAGS = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
 SPREAD_TAGS = 100_000       # the rest of the store: micro/macro events over this many tags
@@ -108,6 +110,11 @@ class Rig:
         if not res.ok:
             raise RuntimeError(res.error)
         return res
+
+    def cpu_s(self) -> tuple[float, float]:
+        """CPU seconds used so far by the memory process and by this benchmark process."""
+        t = psutil.Process(self.memory.pid).cpu_times()
+        return t.user + t.system, time.process_time()
 
     def write_stream(self, batches, window: int = WINDOW) -> tuple[int, float]:
         """Send MemoryWrites with `window` in flight; returns (Megrams, seconds until all acked)."""
@@ -249,10 +256,15 @@ def main() -> None:
                 yield batch
         watcher = threading.Thread(target=query_during_fill, daemon=True)
         watcher.start()
+        cpu0 = rig.cpu_s()
         n, secs = rig.write_stream(spread())
+        cpu1 = rig.cpu_s()
         stop.set()
         watcher.join(30)
         results["write_fill_per_s"] = round(n / secs) if secs else 0
+        results["fill_cpu_us_per_megram"] = {
+            "memory_process": round((cpu1[0] - cpu0[0]) / max(n, 1) * 1e6, 1),
+            "benchmark_sender": round((cpu1[1] - cpu0[1]) / max(n, 1) * 1e6, 1)}
         results["querymk_1k_during_fill"] = {
             "p50_ms": round(percentile(during, 50), 2), "p95_ms": round(percentile(during, 95), 2),
             "samples": len(during)} if during else {}
@@ -313,6 +325,7 @@ def main() -> None:
     print(f"acked writes: batched {results['write_batched_per_s']}/s (fill "
           f"{results['write_fill_per_s']}/s) vs one per message {results['write_unbatched_per_s']}/s"
           f" (x{results['write_batched_per_s'] / results['write_unbatched_per_s']:.0f})")
+    print(f"CPU per Megram during the fill: {results['fill_cpu_us_per_megram']} µs")
     print(f"store: {results['store']}")
     print(f"Dreamer cycle: {results['dreamer']}")
     print(f"memory RSS at full store: {results['rss_full_store']}, after the Dreamer "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from dataclasses import replace
 
@@ -31,23 +32,36 @@ from .store import MemoryStore, StoreError
 log = logging.getLogger("artoo.memory")
 
 _MAX_N = 500
+_SHUTDOWN_HOLD_S = 10.0       # upper bound on holding a write while the bus client stops
 _TAG_OPS = ("query_c", "query_mk", "calibrate", "recent")
 
 
 class MemoryService:
     """The bus-facing side of the store; one per memory process."""
 
-    def __init__(self, store: MemoryStore, dreamer: Dreamer, settings: Settings):
+    def __init__(self, store: MemoryStore, dreamer: Dreamer, settings: Settings,
+                 client: BusClient | None = None):
+        self.client = client
         self.store = store
         self.dreamer = dreamer
         self.settings = settings
         self.writes = 0
         self.write_errors = 0
         self.queries = 0
+        self._closing = threading.Event()
 
     # -- handlers --------------------------------------------------------------------------------
     def on_write(self, env, msg: MemoryWrite) -> None:
-        ids, errors = self.store.write(msg.megrams, default_ts=env.ts, seed=env.id)
+        try:
+            if self._closing.is_set():
+                raise StoreError("memory is shutting down")
+            ids, errors = self.store.write(msg.megrams, default_ts=env.ts, seed=env.id)
+        except StoreError:
+            if self._closing.is_set() and self.client is not None:
+                # Shutting down: hold the message until the bus loop has stopped, so no ack (not
+                # even a failed one) leaves and the sender re-sends it to the next memory process.
+                self.client.wait_stopped(_SHUTDOWN_HOLD_S)
+            raise
         self.writes += len(ids)
         if errors:
             self.write_errors += len(errors)
@@ -126,7 +140,10 @@ class MemoryService:
                 "dreamer_cycles": self.dreamer.cycles, "writes": self.writes}
 
     def close(self) -> None:
+        """Stop the Dreamer, stop taking writes (they stay unacknowledged: the sender re-sends
+        them after the restart), drain the writer and close the store."""
         self.dreamer.stop()
+        self._closing.set()
         self.store.close()
 
 
@@ -148,7 +165,7 @@ def setup(client: BusClient, settings: Settings) -> MemoryService:
         return LLMClient.for_role("memory", settings, bus=client)
 
     dreamer = Dreamer(store, settings, publish=client.publish, llm_factory=llm_factory)
-    service = MemoryService(store, dreamer, settings)
+    service = MemoryService(store, dreamer, settings, client)
     client.on("MemoryWrite", service.on_write, ack=True, threaded=True)
     client.on("MemoryQuery", service.on_query, request=True, threaded=True)
     client.on("FinalResult", service.on_final_result)

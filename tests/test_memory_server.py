@@ -242,6 +242,33 @@ def test_sigkill_during_a_write_burst_loses_no_acknowledged_write(memory, settin
     assert stats["megrams"] == 20 * len(messages)          # ...and re-delivery duplicated nothing
 
 
+def test_sigterm_during_a_write_burst_loses_nothing(memory):
+    """A graceful stop mid-burst: writes it can no longer take stay unacknowledged (never acked
+    with an error), so GGS's re-sends reach the restarted process and every Megram lands once."""
+    proc = memory.start()
+    acked: list[int] = []
+    cond = threading.Condition()
+
+    def done(ok):
+        with cond:
+            acked.append(1)
+            cond.notify_all()
+
+    total = 400
+    for i in range(total):
+        memory.ggs.send(MemoryWrite(task_id=f"term-{i}", megrams=[
+            mg(tag=(f"intent:term{i % 7}", "env:local"), content=f"m{i}") for _ in range(10)]),
+            on_done=done)
+    with cond:
+        assert cond.wait_for(lambda: len(acked) >= 20, WAIT)
+    proc.terminate()
+    assert proc.wait(30) == 0
+    memory.start()
+    with cond:
+        assert cond.wait_for(lambda: len(acked) == total, 60)
+    assert memory.query(op="stats").stats["megrams"] == 10 * total
+
+
 def test_cli_against_the_running_memory_process(memory):
     memory.start()
 
@@ -261,17 +288,14 @@ def test_cli_against_the_running_memory_process(memory):
                                                            ("global:user", "Exploit")}
     table = artoo("ls", "--space", TAG[0], "--entity", TAG[1])
     assert "intent:count-files" in table and "Caution" in table and "Failed." in table
-    shown = json.loads(artoo("show", made["id"][:8], "--json"))
-    assert shown["megram"]["content"] == "Always write into the workspace"
-    assert shown["group"]["action"] == "Exploit"
-    assert "Always write into the workspace" in artoo("show", made["id"][:8])
+    shown = artoo("show", made["id"][:8])
+    assert "Always write into the workspace" in shown and "Exploit" in shown
     stats = json.loads(artoo("stats", "--json"))
     assert stats["stats"]["megrams"] == 3 and stats["stats"]["levels"]["C"] == 1
     assert [r["content"] for r in stats["rules"]] == ["Always write into the workspace"]
-    assert "3 Megrams" in artoo("stats")
-    assert "forgot" in artoo("forget", made["id"])
+    assert "forgot" in artoo("forget", made["id"][:8])
     assert "no Megram" in artoo("show", made["id"], ok=False)
-    assert json.loads(artoo("stats", "--json"))["stats"]["megrams"] == 2
+    assert memory.query(op="stats").stats["megrams"] == 2
 
 
 def test_calibration_gives_the_next_run_the_previous_outcome(memory, settings, bus_clients):
