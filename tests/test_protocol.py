@@ -3,6 +3,7 @@ settings, and the generated docs table."""
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import zlib
 from pathlib import Path
@@ -207,6 +208,8 @@ def test_settings_reject_bad_values_clearly(artoo_env, monkeypatch):
 
 
 def test_dotenv_in_home_fills_gaps_but_never_overrides(artoo_env, monkeypatch):
+    # .env values land in os.environ (children inherit them): keep them out of later tests
+    monkeypatch.setattr(os, "environ", os.environ.copy())
     home = Path(artoo_env["ARTOO_HOME"])
     (home / ".env").write_text("# comment\nARTOO_DEDUP_CAPACITY=77\nexport ARTOO_HWM='5'\n")
     monkeypatch.setenv("ARTOO_HWM", "9")
