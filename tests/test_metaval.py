@@ -115,6 +115,7 @@ def test_task_level_rejection_with_all_subtasks_matched_is_a_replan(stack):
 @pytest.mark.parametrize("replies, gap", [
     ([Http(500)], "LLM error"),
     ([PROSE, PROSE], "invalid LLM output"),
+    ([{"verdict": "maybe"}, {"verdict": "maybe"}], "invalid LLM output"),  # unknown verdict
 ])
 def test_llm_or_parse_error_is_a_replan_not_a_hang(stack, replies, gap):
     rid = run_id()
