@@ -90,9 +90,8 @@ def test_up_status_kill_restart_down(settings, llm_env):
 
         again = artoo("up", "--json", env=llm_env)  # idempotent: same daemon, nothing restarted
         assert again.returncode == 0, again.stderr
-        assert json.loads(again.stdout)["supervisord_pid"] == supervisord
-
-        report = status_json(llm_env)
+        report = json.loads(again.stdout)
+        assert report["supervisord_pid"] == supervisord
         assert all(r["alive"] and r["pid"] for r in report["roles"])
         roles = [key for key in expected if key[0] != "bus"]
 
@@ -118,9 +117,6 @@ def test_up_status_kill_restart_down(settings, llm_env):
     assert down.returncode == 0, down.stderr
     assert_nothing_left(settings)
     assert not (settings.run_dir / "supervisord.pid").exists()
-    stopped = artoo("status", "--json", env=llm_env)
-    assert stopped.returncode == 1
-    assert not any(r["alive"] for r in json.loads(stopped.stdout)["roles"])
 
 
 def tagged_sleeper(settings) -> subprocess.Popen:
