@@ -349,7 +349,7 @@ def test_tcp_endpoints_require_an_allowed_curve_key(artoo_env, monkeypatch, tmp_
         rogue = BusClient("user", settings=load_settings(curve_dir_override=str(rogue_dir)),
                           heartbeat=False)
         with pytest.raises(BusTimeout):
-            rogue.start(timeout=2)
+            rogue.start(timeout=1)
         # ... and so is a client without CURVE at all.
         ctx = zmq.Context()
         plain = ctx.socket(zmq.SUB)

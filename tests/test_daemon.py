@@ -63,9 +63,9 @@ def bus_only_conf(artoo_env, tmp_path, monkeypatch):
     bus = "[program:" + rest.split("\n[program:")[0]
     assert bus.startswith("[program:bus]")
 
-    def make(extra: str = "") -> Path:
+    def make(extra: str = "", with_bus: bool = True) -> Path:
         path = tmp_path / "supervisord.conf"
-        path.write_text(f"{header}{bus}\n{extra}")
+        path.write_text(f"{header}{bus if with_bus else ''}\n{extra}")
         monkeypatch.setenv("ARTOO_SUPERVISORD_CONF", str(path))
         return path
 
@@ -166,7 +166,7 @@ startretries=0
 autorestart=false
 redirect_stderr=true
 stdout_logfile=%(ENV_ARTOO_HOME)s/logs/%(program_name)s.log
-""")
+""", with_bus=False)
     try:
         up = artoo("up", "--timeout", "60")
         assert up.returncode == 1
