@@ -86,7 +86,6 @@ def target_entity(target: str) -> str:
 
 IGNORE_BELOW = 0.5
 DECISION_BAND = 0.2
-ACTION_CONSTRAINT = {"Exploit": "SHOULD PREFER", "Avoid": "MUST NOT", "Caution": "CAUTION"}
 
 
 @dataclass(frozen=True)

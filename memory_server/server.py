@@ -92,15 +92,16 @@ class MemoryService:
             raise ValueError(f"{q.op} needs both space and entity")
         if q.op == "query_c":
             return MemoryResult(op=q.op, sops=store.query_c(space, entity, now))
+        top_n = n or self.settings.memory_query_top_n
         if q.op == "query_mk":
-            pot, top = store.query_mk(space, entity, now, n)
+            pot, top = store.query_mk(space, entity, now, top_n)
             return MemoryResult(op=q.op, attention=pot.attention, decision=pot.decision,
                                 action=pot.action, megrams=top)
         if q.op == "calibrate":
             sops = store.query_c(space, entity, now)
             if (space, entity) != (mkct.GLOBAL_USER, mkct.ENV_LOCAL):
                 sops += store.query_c(mkct.GLOBAL_USER, mkct.ENV_LOCAL, now)
-            pot, top = store.query_mk(space, entity, now, n)
+            pot, top = store.query_mk(space, entity, now, top_n)
             return MemoryResult(op=q.op, sops=sops, attention=pot.attention,
                                 decision=pot.decision, action=pot.action, megrams=top)
         if q.op == "recent":
