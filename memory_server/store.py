@@ -23,9 +23,10 @@ acknowledged write survives SIGKILL and a killed write leaves nothing half-writt
 snapshots and never wait for the writer; the only exclusive moment is growing the map on
 MapFullError (LMDB requires no live transaction in the process while it resizes).
 
-Large tags' packed entries are cached in memory (LRU, bounded in bytes) between writes to them, so
-the planner's repeated QueryMK on a 100k-Megram tag is one numpy pass; the writer drops a tag from
-the cache when a commit touches it, and a read that raced a commit to its tag is not cached.
+Large tags' packed entries are cached in memory (LRU, bounded in bytes), so the planner's repeated
+QueryMK on a 100k-Megram tag is one numpy pass: after each commit the writer re-reads the cached tags
+it touched before acknowledging anything, and a query's read that raced a commit to its tag is not
+cached.
 """
 from __future__ import annotations
 
@@ -316,15 +317,28 @@ class MemoryStore:
             return True
         return any(e > epoch and tag16 in tags for e, tags in self._recent_touches)
 
-    def _invalidate(self, tags: set[bytes]) -> None:
-        """After a commit: drop the tags it touched from the cache and remember them."""
+    def _after_commit(self, tags: set[bytes]) -> None:
+        """Writer thread, after a commit: cached tags it touched are re-read now, off the queries'
+        path, so the planner's next QueryMK on a large tag GGS just wrote to stays a cache hit."""
         with self._cache_lock:
             self._epoch += 1
             self._recent_touches.append((self._epoch, frozenset(tags)))
-            for tag16 in tags:
-                old = self._cache.pop(tag16, None)
-                if old is not None:
-                    self._cache_used -= old.nbytes
+            stale = [t for t in tags if t in self._cache]
+            for tag16 in stale:
+                self._cache_used -= self._cache.pop(tag16).nbytes
+        if not stale:
+            return
+        with self.read() as txn:                 # no other commit can happen meanwhile
+            fresh = [(t, self.entries(txn, t)) for t in stale]
+        with self._cache_lock:
+            for tag16, arr in fresh:
+                if len(arr) and tag16 not in self._cache:
+                    arr.flags.writeable = False
+                    self._cache[tag16] = arr
+                    self._cache_used += arr.nbytes
+            while self._cache_used > self.cache_bytes:
+                _, old = self._cache.popitem(last=False)
+                self._cache_used -= old.nbytes
 
     def scan(self, txn, keys_per_chunk: int = 4096) -> Iterator[np.ndarray]:
         """Every index entry of the store, in tag order, in chunks of whole tags (the Dreamer)."""
@@ -443,15 +457,9 @@ class MemoryStore:
             self._commit(batch)
 
     def _commit(self, batch: list[_Op]) -> None:
-        try:
-            self._commit_batch(batch)
-        finally:
-            self._invalidate(self._touched)
-            self._touched = set()
-
-    def _commit_batch(self, batch: list[_Op]) -> None:
         while True:
             results: list[tuple[bool, Any]] = []
+            self._touched = set()
             txn = self.env.begin(write=True)
             try:
                 for op in batch:
@@ -479,6 +487,7 @@ class MemoryStore:
                 return
             break
         self.commits += 1
+        self._after_commit(self._touched)     # before anyone hears "done": read-your-writes
         for op, (ok, value) in zip(batch, results):
             if ok:
                 op.future.set_result(value)

@@ -133,14 +133,16 @@ def test_map_grows_on_map_full(tmp_path):
         small.close()
 
 
-def test_tag_cache_serves_repeats_and_forgets_a_tag_on_write(store):
+def test_tag_cache_serves_repeats_and_stays_current_across_writes(store):
     store.write([mg()])
     first, _ = store.query_mk(*TAG)
     again, _ = store.query_mk(*TAG)
     assert again.attention == pytest.approx(first.attention) and store.stats()["cache"]["hits"] >= 1
     store.write([mg("abandon")])
-    after, _ = store.query_mk(*TAG)
+    hits = store.stats()["cache"]["hits"]
+    after, _ = store.query_mk(*TAG)          # refreshed by the writer: a hit, and current
     assert after.attention == pytest.approx(first.attention + 0.95)
+    assert store.stats()["cache"]["hits"] == hits + 1
     store.query_c(*TAG)                      # recall resets touch the tag too
     other = ("intent:other", "env:local")
     store.write([mg(tag=other)])            # a commit elsewhere keeps this tag cached
