@@ -44,6 +44,30 @@ REPLIES = {
 }
 
 
+# Arrival of the first message of each type, as seen by the submitting client.
+STAGES = ("TaskSpec", "DispatchManifest", "SubTaskAssign", "EffectorStarted", "ExecutionResult",
+          "SubTaskOutcome", "OutcomeSummary", "FinalResult")
+SEGMENTS = (  # (label, from, to, owner)
+    ("perceiver (LLM + TaskSpec)", "submit", "TaskSpec", "pipeline"),
+    ("planner: calibration + LLM + manifest", "TaskSpec", "DispatchManifest", "pipeline"),
+    ("dispatcher: offer → claim → assign", "DispatchManifest", "SubTaskAssign", "pipeline"),
+    ("spawner: assign → effector ready", "SubTaskAssign", "EffectorStarted", "effector"),
+    ("executor: 2 LLM turns + shell tool", "EffectorStarted", "ExecutionResult", "effector"),
+    ("agent-validator: LLM verdict", "ExecutionResult", "SubTaskOutcome", "effector"),
+    ("meta-validator: fan-in + LLM merge", "SubTaskOutcome", "OutcomeSummary", "pipeline"),
+    ("GGS: loss + memory write + FinalResult", "OutcomeSummary", "FinalResult", "ggs"),
+)
+
+
+def breakdown(marks: dict[str, dict[str, float]], runs: list[str]) -> list[tuple[str, str, float]]:
+    out = []
+    for label, a, b, owner in SEGMENTS:
+        deltas = [(m[b] - m[a]) * 1000 for r in runs if (m := marks.get(r)) and a in m and b in m]
+        if deltas:
+            out.append((label, owner, round(pct(deltas, 0.5), 1)))
+    return out
+
+
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     k = (len(values) - 1) * p
@@ -59,9 +83,15 @@ class Submitter:
         self.results: dict[str, str] = {}
         self.summaries: dict[str, str] = {}
         self.cond = threading.Condition()
+        self.marks: dict[str, dict[str, float]] = {}   # run id -> first arrival per type
         self.client = BusClient("user", settings=settings, heartbeat=False)
         self.client.on("FinalResult", self._final, ack=True)
+        for type_name in STAGES:
+            self.client.on(type_name, self._mark, raw=True)
         self.client.start()
+
+    def _mark(self, env, _msg) -> None:
+        self.marks.setdefault(env.task, {}).setdefault(env.type, time.perf_counter())
 
     def _final(self, env, msg) -> None:
         with self.cond:
@@ -72,6 +102,7 @@ class Submitter:
 
     def run(self, run_id: str, timeout: float = 60.0) -> float:
         start = time.perf_counter()
+        self.marks.setdefault(run_id, {})["submit"] = start
         self.client.send(UserRequest(task_id=run_id, text="report the workspace name",
                                      options=RunOptions(yes=True)))
         with self.cond:
@@ -163,6 +194,7 @@ def main() -> int:
             shutil.rmtree(root, ignore_errors=True)
 
     p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
+    stages = breakdown(sub.marks, [f"run-seq-{i}" for i in range(args.tasks)])
     f50 = pct(floor, 0.5)
     figures = {
         "tasks": args.tasks, "scale": int(args.scale), "daemon_up_s": round(up_s, 1),
@@ -175,6 +207,8 @@ def main() -> int:
         "throughput_wall_s": round(wall, 2),
         "tasks_per_minute": round(args.throughput_tasks / wall * 60, 1),
         "errors": errors[:5], "target_p50_ms": 150, "meets_target": p50 <= 150,
+        "stages_p50_ms": {label: ms for label, _owner, ms in stages},
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -185,6 +219,10 @@ def main() -> int:
               f"  [target p50 ≤ 150 ms: {'met' if p50 <= 150 else 'NOT met'}]")
         print(f"baseline, the 6 sequential scripted LLM calls alone: p50 {f50:.1f} ms → "
               f"orchestration ≈ {p50 - f50:.1f} ms ({figures['e2e_over_llm_floor']}× the LLM floor)")
+        print("where the time goes (p50 of each stage, first arrival seen by the client):")
+        for label, owner, ms in stages:
+            print(f"  {label:<42} {ms:7.1f} ms  [{owner}]")
+        print(f"load average at the end: {figures['load_average']}")
         print(f"throughput, {args.concurrency} tasks in flight: {args.throughput_tasks} tasks in "
               f"{wall:.1f} s = {figures['tasks_per_minute']} tasks/minute"
               + (f"; errors: {errors[:3]}" if errors else ""))

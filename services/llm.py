@@ -172,32 +172,38 @@ _warmed = False
 
 
 def warm_sdk() -> None:
-    """Pay the openai SDK's lazy first-call cost (imports, request and response model building,
-    ~120 ms) once per process, offline: parse a canned completion and send one request to a closed
-    loopback port. A process that forks workers (the spawner's zygote) does this before forking, so
-    no effector pays it on its first real call."""
+    """Pay the openai SDK's lazy first-call cost (imports, request building, response parsing,
+    ~120 ms) once per process and offline: one structured-output call through an in-memory
+    transport answering a canned completion. A process that forks workers (the spawner's zygote)
+    does this before forking, so no effector pays it on its first real call."""
     global _warmed
     with _warm_lock:
         if _warmed:
             return
         _warmed = True
     try:
-        from openai.types.chat import ChatCompletion
-        ChatCompletion.model_validate({
+        try:
+            import httpx2 as httpx_mod  # the HTTP client this openai build uses
+        except ImportError:
+            import httpx as httpx_mod
+        canned = json.dumps({
             "id": "warm", "object": "chat.completion", "created": 0, "model": "warm",
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": "{}"}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
-        probe = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="warm", max_retries=0,
-                              timeout=0.5)
-        try:
-            probe.chat.completions.create(model="warm", messages=[{"role": "user", "content": "."}],
-                                          response_format={"type": "json_object"},
-                                          extra_headers={"X-Artoo-Role": "warm"})
-        except openai.OpenAIError:
-            pass  # expected: nothing listens on the discard port
-        finally:
-            probe.close()
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+        transport = httpx_mod.MockTransport(
+            lambda request: httpx_mod.Response(200, content=canned,
+                                               headers={"content-type": "application/json"}))
+        with httpx_mod.Client(transport=transport) as http:
+            probe = openai.OpenAI(base_url="http://warm.invalid/v1", api_key="warm",
+                                  max_retries=0, http_client=http)
+            resp = probe.chat.completions.create(
+                model="warm", messages=[{"role": "user", "content": "."}],
+                response_format={"type": "json_schema",
+                                 "json_schema": {"name": "Warm", "schema": {"type": "object"},
+                                                 "strict": False}},
+                extra_headers={"X-Artoo-Role": "warm"}, extra_body=None)
+            extract_json(resp.choices[0].message.content or "{}")
     except Exception:  # warming is an optimisation; never fail a role over it
         log.debug("SDK warm-up failed", exc_info=True)
 
