@@ -3,7 +3,7 @@
 For each ExecutionResult it judges every success criterion against the tool records (tool output is
 ground truth; the executor's output is only a claim), then decides in code: all met → matched;
 an operator's Law 1 denial, an executor `failed` status, an infrastructure error or a verdict of
-`failed` → failed without retry; otherwise one CorrectionSignal while scored attempts remain
+`failed` with only environmental causes → failed without retry; otherwise one CorrectionSignal while scored attempts remain
 (`validator_max_attempts`, maxRetries 2), then failed. Code, not the LLM, has the last word on:
 criteria claimed met without any successful tool record (not met), and the failure class — any
 permission / not-found / network / timeout / [LAW1] evidence promotes a failed criterion to
@@ -114,7 +114,8 @@ Rules:
 - A correct search that finds nothing is a valid answer.
 - For each unmet criterion, failure_class is "environmental" (permission, missing file or command, network, timeout, [LAW1] refusal) or "logical" (wrong approach, target or reasoning).
 - verdict: "matched" if all are met; "retry" if another attempt could fix it; "failed" if it cannot be done.
-Reply with JSON only: {"criteria":[{"criterion":"<text>","met":true,"evidence":"<short quote from a record>","failure_class":""}],"verdict":"matched","what_was_wrong":"","what_to_do":""}"""
+Reply with JSON only: {"criteria":[{"criterion":"...","met":true,"evidence":"...","failure_class":""}],"verdict":"matched","what_was_wrong":"","what_to_do":""}
+evidence: words copied from the tool record that proves or disproves the criterion."""
 
 
 @dataclass
@@ -204,7 +205,10 @@ class AgentValidator:
             return self._final("failed", infra_error)
         if denials:
             return self._final("failed", "; ".join(_law1_lines(denials)) or "refused by Law 1")
-        if reply is not None and reply.verdict.strip().lower() == "failed":
+        # "failed" (cannot be done) ends the loop only for environmental causes: a logical miss
+        # is what the second attempt is for, whatever verdict word a small model picked.
+        if reply is not None and reply.verdict.strip().lower() == "failed" and \
+                all(v.failure_class == "environmental" for v in unmet):
             return self._final("failed", f"validator: {reply.what_was_wrong or 'cannot be done'}")
         if attempt < self.max_attempts:
             first = unmet[0]
@@ -258,6 +262,17 @@ class AgentValidator:
                 met = False
                 evidence = ("no successful tool call supports this; the executor's claim alone "
                             "is not evidence")
+                klass = "logical"
+            elif met and crit.mode == "verifiable" and not _substantive(evidence):
+                met = False
+                evidence = (f"the evidence given ({str(evidence)[:120]!r}) names nothing from "
+                            f"the tool records (a placeholder is not evidence)")
+                klass = "logical"
+            elif met and crit.mode == "verifiable" and (
+                    copied := _copied_from(evidence, result, crit.text, ok_records)):
+                met = False
+                evidence = (f"the evidence given ({str(evidence)[:120]!r}) repeats {copied}, "
+                            f"which no tool record shows")
                 klass = "logical"
             if met:
                 klass = ""
@@ -346,6 +361,39 @@ def _law1_lines(records: list[ToolCallRecord]) -> list[str]:
         if line not in out:
             out.append(line[:300])
     return out
+
+
+_GENERIC = frozenset("""the and for from with that this was were are is not has have had its
+into onto than then them they there their what when which while who will would should could quote
+short record records tool tools output outputs result results evidence shown show shows proof proves
+criterion criteria met ok text file files call calls command attempt executor validator true false
+none null yes""".split())
+_WORD = re.compile(r"[A-Za-z0-9_./-]{3,}")
+
+
+def _substantive(evidence: str) -> bool:
+    """Evidence must name something specific (a file, a number, a word of the output); a copied
+    placeholder ("<short quote from a record>", "...") or a bare "ok" does not."""
+    words = {w.lower().strip("./-") for w in _WORD.findall(evidence or "")}
+    if any(ch.isdigit() for ch in evidence or ""):
+        return True
+    return any(len(w) >= 3 and w not in _GENERIC for w in words)
+
+
+def _copied_from(evidence: str, result: ExecutionResult, criterion: str,
+                 records: list[ToolCallRecord]) -> str:
+    """Evidence copied from the executor's claim or from the criterion itself rather than from a
+    tool record: returns what it was copied from, or "" when it is (also) in a record."""
+    ev = _norm(evidence)
+    if len(ev) < 8 or any(ev in _norm(f"{r.target} {r.output}") for r in records):
+        return ""
+    claim = result.output if isinstance(result.output, str) else json.dumps(
+        result.output, ensure_ascii=False, default=str)
+    if ev in _norm(claim or ""):
+        return "the executor's claim"
+    if ev in _norm(criterion) or _norm(criterion) in ev:
+        return "the criterion"
+    return ""
 
 
 def _norm(text: str) -> str:

@@ -128,7 +128,7 @@ Final answer: {{"action":"result","status":"completed","output":<the answer or d
 Rules:
 - Never invent tool output; the answer must come from tool results shown to you.
 - Give the result as soon as the success criteria are met. status: completed = criteria met; failed = a tool error you cannot work around; uncertain = genuinely unclear.
-- Deleting or overwriting files needs the operator's approval. A [LAW1] result means it was refused: do not try another way around it; report it.
+- To delete or overwrite files, just make the call: the operator is asked to approve it. A result starting with [LAW1] means it was refused: do not try another way around it; report it.
 - Do not repeat a call that already ran; its result is below."""
 
 

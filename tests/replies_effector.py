@@ -63,8 +63,11 @@ def result(output: Any, status: str = "completed", uncertainty: Optional[str] = 
 # -- R4a agent-validator -----------------------------------------------------------------------
 
 def criterion(text: str, met: bool = True, evidence: str = "", failure_class: str = "") -> dict:
-    return {"criterion": text, "met": met, "evidence": evidence or ("shown by the tool output"
-                                                                    if met else "not shown"),
+    # R4a refuses placeholder evidence and evidence that only restates the criterion or the
+    # executor's claim; pass evidence= quoting a tool record when a test is about evidence.
+    return {"criterion": text, "met": met,
+            "evidence": evidence or ("scripted check: a tool record confirms this" if met
+                                     else "scripted check: no tool record shows this"),
             "failure_class": "" if met else (failure_class or "logical")}
 
 
@@ -77,7 +80,7 @@ def verdict(criteria: Iterable[dict], verdict: Optional[str] = None, what_was_wr
             "what_to_do": what_to_do}
 
 
-def all_met(*criteria: str, evidence: str = "shown by the tool output") -> dict:
+def all_met(*criteria: str, evidence: str = "") -> dict:
     return verdict([criterion(c, True, evidence) for c in criteria])
 
 

@@ -121,8 +121,9 @@ OK_RECORD = ToolCallRecord(tool="shell", arguments={"command": "ls"}, target="ls
 
 def test_validator_matches_criteria_by_text_then_position(settings):
     av = AgentValidator(subtask("first thing", "second thing"), FakeLLM({
-        "criteria": [{"criterion": "Second thing.", "met": True},
-                     {"criterion": "reworded first", "met": True}], "verdict": "matched"}),
+        "criteria": [{"criterion": "Second thing.", "met": True, "evidence": "ls printed b"},
+                     {"criterion": "reworded first", "met": True, "evidence": "ls printed a"}],
+        "verdict": "matched"}),
         settings)
     j = av.judge(_result([OK_RECORD]))
     assert j.kind == "matched"
@@ -186,3 +187,31 @@ def test_huge_outputs_are_bounded(settings, toolbox):
     llm = FakeLLM({"action": "result", "output": "y" * 500_000})
     result = Executor(subtask("x"), llm, toolbox, settings).run_attempt(1)
     assert len(result.output) < 70_000 and "characters omitted" in result.output
+
+
+def test_placeholder_evidence_is_not_evidence(settings):
+    copied = {"criteria": [{"criterion": "c", "met": True,
+                            "evidence": "<short quote from a record>"}], "verdict": "matched"}
+    av = AgentValidator(subtask("c"), FakeLLM(copied), settings)
+    assert av.judge(_result([OK_RECORD])).kind == "retry"
+    assert "placeholder" in av.attempt_verdicts[0][0].evidence
+    specific = {"criteria": [{"criterion": "c", "met": True, "evidence": "ls printed a b"}],
+                "verdict": "matched"}
+    assert AgentValidator(subtask("c"), FakeLLM(specific), settings).judge(
+        _result([OK_RECORD])).kind == "matched"
+
+
+def test_evidence_copied_from_the_claim_is_not_evidence(settings):
+    copied = {"criteria": [{"criterion": "x.txt is gone", "met": True,
+                            "evidence": "x.txt deleted successfully"}], "verdict": "matched"}
+    av = AgentValidator(subtask("x.txt is gone"), FakeLLM(copied), settings)
+    assert av.judge(_result([OK_RECORD], output="x.txt deleted successfully")).kind == "retry"
+    assert "repeats the executor's claim" in av.attempt_verdicts[0][0].evidence
+
+
+def test_evidence_restating_the_criterion_is_not_evidence(settings):
+    copied = {"criteria": [{"criterion": "x.txt no longer exists", "met": True,
+                            "evidence": "x.txt no longer exists"}], "verdict": "matched"}
+    av = AgentValidator(subtask("x.txt no longer exists"), FakeLLM(copied), settings)
+    assert av.judge(_result([OK_RECORD], output="done")).kind == "retry"
+    assert "repeats the criterion" in av.attempt_verdicts[0][0].evidence
