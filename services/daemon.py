@@ -231,14 +231,16 @@ def down(settings: Settings, timeout_s: float = 30.0) -> list[int]:
     pid = supervisord_pid(settings)
     if pid is not None:
         try:
+            stopped = stop_programs(settings, supervisor_processes(settings))
             rpc(settings).supervisor.shutdown()
         except Exception:
+            stopped = False
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        try:
-            psutil.Process(pid).wait(timeout_s)
+        try:  # with every program stopped, supervisord has nothing left to do but its idle ticks
+            psutil.Process(pid).wait(5.0 if stopped else timeout_s)
         except psutil.NoSuchProcess:
             pass
         except psutil.TimeoutExpired:
@@ -250,6 +252,53 @@ def down(settings: Settings, timeout_s: float = 30.0) -> list[int]:
         except FileNotFoundError:
             pass
     return swept
+
+
+def _program_settings() -> dict[str, tuple[int, float]]:
+    """program -> (priority, stopwaitsecs) from supervisord.conf (supervisord's defaults)."""
+    parser = configparser.RawConfigParser()
+    parser.read(conf_path())
+    out = {}
+    for section in parser.sections():
+        if section.startswith("program:"):
+            try:
+                out[section.split(":", 1)[1]] = (parser.getint(section, "priority", fallback=999),
+                                                 parser.getfloat(section, "stopwaitsecs",
+                                                                 fallback=10.0))
+            except ValueError:
+                out[section.split(":", 1)[1]] = (999, 10.0)
+    return out
+
+
+def stop_programs(settings: Settings, programs: dict[tuple[str, int], dict]) -> bool:
+    """Stop every program of one priority level at once, highest level first (supervisord's own
+    order, which the bus and the tap rely on to see the roles' last words), waiting only as long as
+    the processes take. supervisord's shutdown alone stops one level per poll tick. Each stop goes
+    through supervisord (one SIGTERM to the group, SIGKILL after stopwaitsecs), so nothing is
+    signalled twice. Returns True when every program has ended."""
+    server = rpc(settings).supervisor
+    conf = _program_settings()
+    levels: dict[int, list[tuple[str, psutil.Process, float]]] = {}
+    for (program, _), info in programs.items():
+        if not info.get("pid"):
+            continue
+        priority, wait = conf.get(program, (999, 10.0))
+        try:
+            proc = psutil.Process(info["pid"])
+        except psutil.NoSuchProcess:
+            continue
+        levels.setdefault(priority, []).append((f"{info['group']}:{info['name']}", proc, wait))
+    for priority in sorted(levels, reverse=True):
+        members = levels[priority]
+        for name, _, _ in members:
+            try:
+                server.stopProcess(name, False)  # returns at once; supervisord escalates
+            except xmlrpc.client.Fault:
+                pass  # not running any more
+        deadline = time.monotonic() + max(wait for _, _, wait in members) + 2.0
+        while time.monotonic() < deadline and any(_running(p) for _, p, _ in members):
+            time.sleep(0.02)
+    return not any(_running(p) for members in levels.values() for _, p, _ in members)
 
 
 def our_processes(settings: Settings) -> list[psutil.Process]:
