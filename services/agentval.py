@@ -1,14 +1,16 @@
 """R4a Agent-Validator (seeds/000 §6; Go digest §2.5): the fast loop's sensor and controller.
 
 For each ExecutionResult it judges every success criterion against the tool records (tool output is
-ground truth; the executor's output is only a claim), then decides in code: all met → matched;
-an operator's Law 1 denial, an executor `failed` status, an infrastructure error or a verdict of
-`failed` with only environmental causes → failed without retry; otherwise one CorrectionSignal while scored attempts remain
-(`validator_max_attempts`, maxRetries 2), then failed. Code, not the LLM, has the last word on:
-criteria claimed met without any successful tool record (not met), and the failure class — any
-permission / not-found / network / timeout / [LAW1] evidence promotes a failed criterion to
-environmental (never the reverse). Each attempt adds a gap-trajectory point; the outcome's
-criteria_verdicts count failed_attempts/attempts so GGS can weight plausible criteria by k/N.
+ground truth; the executor's output is only a claim), then decides in code: all met → matched; an
+operator's Law 1 denial, an executor `failed` status, an infrastructure error, or a verdict of
+`failed` with only environmental causes → failed without retry; otherwise one CorrectionSignal
+while scored attempts remain (`validator_max_attempts`, maxRetries 2), then failed. Code, not the
+LLM, has the last word where it can check: a verifiable criterion claimed met without any
+successful tool record, or with evidence that is a placeholder or only repeats the executor's claim
+or the criterion, is not met; permission / not-found / network / timeout / [LAW1] evidence promotes
+a failed criterion to environmental (never the reverse). Each attempt adds a gap-trajectory point;
+the outcome's criteria_verdicts count failed_attempts/attempts so GGS can weight plausible criteria
+by k/N.
 """
 from __future__ import annotations
 
@@ -323,7 +325,7 @@ class AgentValidator:
         return Judgement(status, outcome=outcome)
 
     def deadline_outcome(self, records: list[ToolCallRecord], reason: str) -> SubTaskOutcome:
-        """A failed outcome when the subtask runs out of time mid-attempt (honest, with what ran)."""
+        """A failed outcome when the subtask runs out of time mid-attempt (with what ran)."""
         seen = {id(r) for _, r in self.records}
         extra = [r for r in records if id(r) not in seen]
         law1_lines = _law1_lines([r for r in [*(r for _, r in self.records), *extra] if r.law1])

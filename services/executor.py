@@ -103,7 +103,7 @@ def bound_output(value: Any) -> Any:
 
 
 def signature(tool: str, args: dict[str, Any]) -> str:
-    """Identity of a call for the duplicate guard: tool + canonical arguments (whitespace-trimmed)."""
+    """Identity of a call for the duplicate guard: tool + canonical (whitespace-trimmed) args."""
     norm = {k: (" ".join(v.split()) if isinstance(v, str) and k != "content" else v)
             for k, v in args.items()}
     return tool + ":" + json.dumps(norm, sort_keys=True, ensure_ascii=False)

@@ -104,8 +104,8 @@ def _dedup(items: Iterable[str]) -> list[str]:
 # Programs that only read (their file arguments are still checked against the data dir).
 _READ_ONLY = frozenset("""
 cat tac nl head tail less more most wc grep egrep fgrep rg ag ack ls dir vdir tree stat file du df
-pwd whoami id groups uname arch cal date uptime free ps pgrep pidof top htop which whereis type realpath
-readlink basename dirname seq sleep true false test [ echo printf expr bc dc jq yq xmllint cut tr
+pwd whoami id groups uname arch cal date uptime free ps pgrep pidof top htop which whereis type
+realpath readlink basename dirname seq sleep true false test [ echo printf expr bc dc jq yq xmllint cut tr
 paste join fold fmt column expand unexpand rev shuf comm diff diff3 cmp sdiff md5sum sha1sum
 sha224sum sha256sum sha384sum sha512sum b2sum cksum sum base32 base64 xxd od hexdump strings
 printenv locale getconf nproc lscpu lsblk lsusb lspci lsmod lsof ss netstat ping dig nslookup host
@@ -124,7 +124,8 @@ _INTERPRETERS = re.compile(
     r"ghc|runghc|stack|ocaml|nim|zig|v|crystal|dart|flutter|php-cgi|awk-script)$", re.I)
 _VERSION_FLAGS = frozenset({"--version", "-V", "-v", "--help", "-h", "version", "-version"})
 _FORMATTERS = re.compile(r"^(mkfs(\..+)?|mke2fs|mkswap|mkdosfs|mkntfs|fdisk|sfdisk|cfdisk|parted|"
-                         r"gdisk|sgdisk|wipefs|blkdiscard|badblocks|zpool|lvremove|vgremove|pvremove|"
+                         r"gdisk|sgdisk|wipefs|blkdiscard|badblocks|zpool|lvremove|vgremove|"
+                         r"pvremove|"
                          r"cryptsetup|format)$")
 _DELETERS = frozenset({"rm", "rmdir", "unlink", "shred", "srm", "wipe", "trash", "trash-put",
                        "gio"})
@@ -146,7 +147,8 @@ _INTERACTIVE = frozenset({"vi", "vim", "nvim", "nano", "emacs", "ed", "ex", "pic
                           "tmux", "screen", "open", "xdg-open", "code", "subl"})
 _PACKAGE_MANAGERS = frozenset({"apt", "apt-get", "aptitude", "yum", "dnf", "zypper", "pacman",
                                "apk", "brew", "port", "snap", "flatpak", "pip", "pip3", "npm",
-                               "yarn", "pnpm", "cargo-install", "gem", "conda", "mamba", "micromamba",
+                               "yarn", "pnpm", "cargo-install", "gem", "conda", "mamba",
+                               "micromamba",
                                "nix-env", "pipenv", "composer", "bundle", "go-get"})
 _PM_READ = frozenset({"list", "ls", "show", "info", "search", "freeze", "check", "view", "outdated",
                       "config", "--version", "-v", "-V", "version", "help", "--help", "doctor",

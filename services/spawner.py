@@ -1,4 +1,4 @@
-"""The `spawner` process (DESIGN §3): places subtasks on this host and runs one effector per subtask.
+"""The `spawner` process (DESIGN §3): places subtasks on this host, one effector per subtask.
 
 Placement is the observable offer/claim/assign exchange: the dispatcher publishes SubTaskOffer, a
 spawner with a free slot answers SubTaskClaim (and holds the slot for `claim_hold_s`), the

@@ -441,7 +441,8 @@ class Toolbox:
                        for r in payload.get("results", [])]
         else:
             req = urllib.request.Request(
-                "https://google.serper.dev/search", data=json.dumps({"q": query, "num": 10}).encode(),
+                "https://google.serper.dev/search",
+                data=json.dumps({"q": query, "num": 10}).encode(),
                 headers={"X-API-KEY": os.environ["SERPER_API_KEY"],
                          "Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=timeout) as resp:

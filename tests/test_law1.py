@@ -1,4 +1,4 @@
-"""Law 1 gate: the corpus, classification details, the undo store, and `artoo gate` / `artoo undo`."""
+"""Law 1 gate: the corpus, classification details, the undo store, `artoo gate` / `artoo undo`."""
 from __future__ import annotations
 
 import json
