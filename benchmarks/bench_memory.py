@@ -283,6 +283,10 @@ def main() -> None:
             cold.append((time.perf_counter() - t0) * 1000)
         results["querymk_100k_after_write"] = {"p50_ms": round(percentile(cold, 50), 2),
                                                "p95_ms": round(percentile(cold, 95), 2)}
+        t0 = time.perf_counter()
+        groups = rig.query(op="list", n=50).stats["groups"]
+        results["list_all_tags"] = {"tags": groups,
+                                    "ms": round((time.perf_counter() - t0) * 1000, 1)}
         results["rss_full_store"] = rig.rss_mb()
         results["querymk_100k_in_process"] = time_in_process(
             rig.settings.memory_path, "intent:bench-100k", "env:local", min(q, 100))
@@ -326,6 +330,7 @@ def main() -> None:
           f"{results['write_fill_per_s']}/s) vs one per message {results['write_unbatched_per_s']}/s"
           f" (x{results['write_batched_per_s'] / results['write_unbatched_per_s']:.0f})")
     print(f"CPU per Megram during the fill: {results['fill_cpu_us_per_megram']} µs")
+    print(f"`artoo memory ls` over every tag of the full store: {results['list_all_tags']}")
     print(f"store: {results['store']}")
     print(f"Dreamer cycle: {results['dreamer']}")
     print(f"memory RSS at full store: {results['rss_full_store']}, after the Dreamer "

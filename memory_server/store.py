@@ -733,29 +733,49 @@ class MemoryStore:
     def groups(self, now: float | None = None, space: str = "", entity: str = "",
                level: str | None = None, limit: int = 50) -> tuple[list[dict], int]:
         """Per (space, entity): counts per level, potentials and action, strongest first.
-        `space`/`entity` filter by prefix. Returns (groups, total matching groups)."""
+        `space`/`entity` filter by prefix. Returns (groups, total matching groups). Vectorised
+        over chunks of whole tags (like the Dreamer's scan), names looked up for the rows shown."""
         now = now or time.time()
-        found: list[dict] = []
+        parts: list[tuple] = []
         with self.read() as txn:
-            names = txn.cursor(db=self.db["tagnames"])
-            for tag16, raw in names.iternext():
-                sp, ent = msgpack.unpackb(raw)
-                if (space and not sp.startswith(space)) or (entity and not ent.startswith(entity)):
-                    continue
-                arr = self.entries(txn, tag16)
+            if space or entity:
+                keys = []
+                for tag16, raw in txn.cursor(db=self.db["tagnames"]).iternext():
+                    sp, ent = msgpack.unpackb(raw)
+                    if sp.startswith(space) and ent.startswith(entity):
+                        keys.append(tag16)
+                cur = txn.cursor(db=self.db["tags"])
+                chunks = (self._multi(cur, keys[i:i + 4096]) for i in range(0, len(keys), 4096))
+            else:
+                chunks = self.scan(txn)
+            for chunk in chunks:
                 if level is not None:
-                    arr = arr[arr["level"] == LEVEL_CODE[level]]
-                if not len(arr):
+                    chunk = chunk[chunk["level"] == LEVEL_CODE[level]]
+                if not len(chunk):
                     continue
-                pot = mkct.potentials(arr, now, self.ignore_below, self.band)
-                counts = np.bincount(arr["level"], minlength=4)
-                found.append({"space": sp, "entity": ent, "count": int(len(arr)),
-                              "levels": {LEVELS[i]: int(c) for i, c in enumerate(counts) if c},
-                              "attention": round(pot.attention, 6),
-                              "decision": round(pot.decision, 6), "action": pot.action,
-                              "newest": float(arr["created"].max())})
-        found.sort(key=lambda g: (-g["attention"], g["space"], g["entity"]))
-        return found[:limit], len(found)
+                att, dec = mkct.contributions(chunk, now)
+                tags = chunk["tag"]
+                starts = np.flatnonzero(np.r_[True, tags[1:] != tags[:-1]])
+                counts = np.stack([np.add.reduceat((chunk["level"] == code).astype(np.int64),
+                                                   starts) for code in range(len(LEVELS))], 1)
+                parts.append((tags[starts], np.add.reduceat(att, starts),
+                              np.add.reduceat(dec, starts), counts,
+                              np.maximum.reduceat(chunk["created"], starts)))
+            if not parts:
+                return [], 0
+            tags, att_g, dec_g, counts, newest = (np.concatenate(x) for x in zip(*parts))
+            order = np.argsort(-att_g, kind="stable")[: max(0, limit)]
+            found = []
+            for i in order:
+                sp, ent = self.tag_names(txn, bytes(tags[i])) or ("?", "?")
+                attention, decision = float(att_g[i]), float(dec_g[i])
+                found.append({"space": sp, "entity": ent, "count": int(counts[i].sum()),
+                              "levels": {LEVELS[j]: int(c) for j, c in enumerate(counts[i]) if c},
+                              "attention": round(attention, 6), "decision": round(decision, 6),
+                              "action": mkct.classify(attention, decision, self.ignore_below,
+                                                      self.band),
+                              "newest": float(newest[i])})
+        return found, int(len(att_g))
 
     def show(self, ref: str, now: float | None = None) -> tuple[Megram, dict]:
         """One Megram by id or unique id prefix, with its lifecycle and its tag's potentials."""
