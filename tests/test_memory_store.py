@@ -256,3 +256,23 @@ def test_promotions_per_cycle_are_capped_strongest_first(store):
     second = d.run_cycle("test")
     assert [store.show(i)[0].space for i in second.promoted] == ["intent:six"]
     assert len(llm.calls) == 3
+
+
+def test_groups_rank_tags_and_filter_by_prefix_and_level(store):
+    store.write([mg() for _ in range(3)]
+                + [mg("abandon", tag=("intent:other", "env:local"), level="K")]
+                + [mg("change_path", tag=("tool:shell", "target:/tmp/x"))]
+                + [mg(level="C", tag=("global:user", "env:local"), content="rule")])
+    groups, total = store.groups()
+    assert total == 4
+    assert [(g["space"], g["action"]) for g in groups] == [
+        (TAG[0], "Exploit"), ("intent:other", "Avoid"), ("global:user", "Exploit"),
+        ("tool:shell", "Ignore")]
+    assert groups[0]["count"] == 3 and groups[0]["levels"] == {"M": 3}
+    assert groups[0]["attention"] == pytest.approx(2.7, rel=1e-6)
+    only_intents, total = store.groups(space="intent:")
+    assert total == 2 and {g["space"] for g in only_intents} == {TAG[0], "intent:other"}
+    assert [g["space"] for g in store.groups(level="K")[0]] == ["intent:other"]
+    top, total = store.groups(limit=1)
+    assert len(top) == 1 and total == 4
+    assert store.groups(space="nothing:")[1] == 0
