@@ -125,8 +125,15 @@ class Dreamer:
                     trigger = "timer"
             try:
                 self.run_cycle(trigger)
-            except Exception:  # a failed cycle must not end the thread; the next one retries
+            except Exception as exc:  # a failed cycle must not end the thread; the next retries
                 log.exception("dreamer cycle failed")
+                if self.publish:
+                    try:
+                        self.publish(DreamerEvent(trigger=trigger,
+                                                  error=f"cycle failed: {type(exc).__name__}: "
+                                                        f"{exc}"[:2000]))
+                    except Exception:
+                        log.exception("could not publish DreamerEvent")
             next_timer = time.monotonic() + self.settings.dreamer_interval_s
 
     # -- one cycle -------------------------------------------------------------------------------

@@ -276,3 +276,25 @@ def test_groups_rank_tags_and_filter_by_prefix_and_level(store):
     top, total = store.groups(limit=1)
     assert len(top) == 1 and total == 4
     assert store.groups(space="nothing:")[1] == 0
+
+
+def test_a_failed_cycle_is_reported_and_the_thread_survives(tmp_path):
+    broken = MemoryStore(tmp_path / "m.lmdb")
+    broken.close()                           # every read now fails
+    got = threading.Event()
+    events = []
+
+    def publish(event):
+        events.append(event)
+        got.set()
+    d = Dreamer(broken, load_settings(dreamer_after_final_s=0.0), publish=publish)
+    d.start()
+    try:
+        d.after_final_result()
+        assert got.wait(10)
+        assert events[0].trigger == "final_result" and "cycle failed" in events[0].error
+        got.clear()
+        d.after_final_result()               # the thread is still there for the next trigger
+        assert got.wait(10)
+    finally:
+        d.stop()
