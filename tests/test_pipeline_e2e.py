@@ -419,3 +419,15 @@ def test_operator_approval_prompt_denies_then_approves(e2e):
                 assert not target.exists() and final.directive == "accept", final.summary
     finally:
         session.close()
+
+
+def test_repl_runs_goals_and_its_commands(e2e):
+    e2e.llm.add("perceiver", "Hi from the repl!")  # the REPL assigns the run id itself
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "repl"],
+                          input="/help\n/memory\n/audit\nhello\nexit\n", env=dict(os.environ),
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "/memory" in out and "Megrams in" in out          # help, then the memory summary
+    assert "audit report" in out                              # the auditor's on-demand report
+    assert "Hi from the repl!" in out                         # a goal run through the pipeline
