@@ -232,10 +232,12 @@ class BusClient:
     # ------------------------------------------------------------------------------------------
     def publish(self, msg: Body, *, task: str | None = None, to: str | None = None,
                 node: str | None = None, corr: str | None = None, reply_to: str | None = None,
-                trace: str | None = None, as_role: str | None = None) -> str:
+                trace: str | None = None, as_role: str | None = None,
+                msg_id: str | None = None) -> str:
         """Fire-and-forget publish; returns the message id. `node` directs it to one process.
-        `as_role`: a process hosting two roles (the effector: executor + agentval) speaks as one."""
-        env = self._envelope(msg, task, to, corr, reply_to, trace, as_role)
+        `as_role`: a process hosting two roles (the effector: executor + agentval) speaks as one.
+        `msg_id`: re-publish under an id chosen earlier (receivers de-dup by id)."""
+        env = self._envelope(msg, task, to, corr, reply_to, trace, as_role, msg_id)
         topic = topic_for(env.type, env.task, node)
         if self._pub_live and not self._stop.is_set():
             self._send_env(env, topic)  # the hot path: no hop through the loop thread
@@ -249,15 +251,18 @@ class BusClient:
     def send(self, msg: Body, *, task: str | None = None, to: str | None = None,
              consumers: tuple[str, ...] | None = None, node: str | None = None,
              on_done: Callable[[bool], None] | None = None, trace: str | None = None,
-             as_role: str | None = None) -> str:
-        """Publish a work message and re-send it with backoff until every consumer role acks."""
+             as_role: str | None = None, msg_id: str | None = None) -> str:
+        """Publish a work message and re-send it with backoff until every consumer role acks.
+
+        `msg_id`: send under an id chosen earlier — a process that persisted the message (GGS's
+        outbox) re-sends it after a restart under the same id, so consumers de-dup it."""
         tname = type(msg).__name__
         if consumers is None:
             consumers = (to,) if to else routes.consumers(tname, as_role or self.role)
         if not consumers:
             raise ValueError(f"{tname} from {as_role or self.role} has no consumer to acknowledge it")
         env = self._envelope(msg, task, to or (consumers[0] if len(consumers) == 1 else None),
-                             None, None, trace, as_role)
+                             None, None, trace, as_role, msg_id)
         self._submit(("work", env, topic_for(env.type, env.task, node),
                       (set(consumers), on_done)))
         return env.id
@@ -321,14 +326,14 @@ class BusClient:
     # internals: envelope and queue
     # ------------------------------------------------------------------------------------------
     def _envelope(self, msg: Body, task, to, corr, reply_to, trace,
-                  as_role: str | None = None) -> Envelope:
+                  as_role: str | None = None, msg_id: str | None = None) -> Envelope:
         tname = type(msg).__name__
         if tname not in MESSAGE_TYPES:
             raise ValueError(f"{tname} is not a catalogue message type")
         if task is None:
             task = getattr(msg, "task_id", None) or getattr(msg, "parent_task_id", None) or NO_TASK
         return Envelope(type=tname, body=dump_body(msg), sender=as_role or self.role,
-                        node=self.node, task=task, id=self.new_id(), ts=time.time(), to=to,
+                        node=self.node, task=task, id=msg_id or self.new_id(), ts=time.time(), to=to,
                         corr=corr, reply_to=reply_to, trace=trace)
 
     def _submit(self, item: tuple) -> None:

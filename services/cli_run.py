@@ -17,6 +17,7 @@ import queue
 import secrets
 import sys
 import time
+from collections import OrderedDict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from . import render, tasklog
 RESULT_GRACE_S = 30.0       # wait this long past the task deadline before giving up
 CANCEL_REPEAT_S = 1.0
 CANCEL_WAIT_S = 15.0
+ENDED_RUNS_KEPT = 1000       # finished run ids remembered to drop a duplicate terminal message
 
 
 class ConfigError(Exception):
@@ -69,12 +71,16 @@ class RunSession:
         self.queues: dict[str, queue.Queue] = {}    # run id -> its events, for follow()
         self.seen: dict[str, list] = {}              # run id -> (envelope, message) observed
         self.usages: dict[str, list[dict]] = {}
+        # runs whose terminal message arrived: a second one (a re-send under a new id) is acked
+        # and dropped, never rendered or returned twice
+        self.ended: OrderedDict[str, None] = OrderedDict()
         self.client = connect(settings)
         c = self.client
         mine = lambda env, _m: env.task in self.queues  # noqa: E731 - ack only our own runs
+        ours = lambda env, _m: env.task in self.queues or env.task in self.ended  # noqa: E731
         c.on("*", self._observe, when=mine)
-        c.on("FinalResult", self._terminal, ack=True, when=mine)
-        c.on("ConversationalReply", self._terminal, ack=True, when=mine)
+        c.on("FinalResult", self._terminal, ack=True, when=ours)
+        c.on("ConversationalReply", self._terminal, ack=True, when=ours)
         c.on("ClarificationRequest", self._prompt, ack=True, when=mine)
         c.on("ApprovalRequest", self._approval, ack=True, when=mine)
         try:
@@ -100,6 +106,11 @@ class RunSession:
             q.put((kind, env, msg))
 
     def _terminal(self, env, msg) -> None:
+        if env.task in self.ended:
+            return  # a duplicate terminal message: acked (so the sender stops), not rendered
+        self.ended[env.task] = None
+        while len(self.ended) > ENDED_RUNS_KEPT:
+            self.ended.popitem(last=False)
         self._put("end", env, msg)
 
     def _prompt(self, env, msg: ClarificationRequest) -> None:

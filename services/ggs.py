@@ -188,15 +188,18 @@ class Solver:
 
     # -- outbox ----------------------------------------------------------------------------------
     def entry(self, msg) -> dict:
+        """An outbox entry; its message id is fixed here and persisted, so a restarted GGS re-sends
+        under the same id and consumers de-dup the copy (no second FinalResult/PlanDirective)."""
         self._key += 1
         return {"key": f"{time.time_ns():x}-{self._key}", "type": type(msg).__name__,
-                "body": msg.model_dump(mode="json")}
+                "id": self.client.new_id(), "body": msg.model_dump(mode="json")}
 
     def emit(self, task_id: str, entries: list[dict]) -> None:
         """Send outbox entries in order (memory first); each leaves the outbox when acked."""
         for e in entries:
             msg = MESSAGE_TYPES[e["type"]].model_validate(e["body"])
-            self.client.send(msg, on_done=lambda ok, k=e["key"], t=e["type"]:
+            self.client.send(msg, msg_id=e.get("id"),
+                             on_done=lambda ok, k=e["key"], t=e["type"]:
                              self.delivered(task_id, k, t, ok))
 
     def delivered(self, task_id: str, key: str, type_name: str, ok: bool) -> None:
