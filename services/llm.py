@@ -37,6 +37,8 @@ T = TypeVar("T", bound=BaseModel)
 ROLE_TIERS = {"perceiver": "BRAIN", "planner": "BRAIN", "metaval": "BRAIN",
               "executor": "TOOL", "agentval": "TOOL", "memory": "TOOL", "dreamer": "TOOL"}
 JSON_MODES = ("json_schema", "json_object_schema", "json_object", "none")
+LOCAL_MAX_TOKENS = 384     # default completion budget per call on the bundled local model
+LOCAL_TEMPERATURE = 0.1
 
 
 class LLMError(Exception):
@@ -279,6 +281,11 @@ class LLMClient:
         fmt = self._response_format(model)
         if fmt:
             kwargs["response_format"] = fmt
+        if self.config.local:
+            # The bundled 1.5B model: a request keeps the one-at-a-time server busy after its
+            # client gave up, so every call is bounded; a low temperature keeps it on the rails.
+            max_tokens = max_tokens or LOCAL_MAX_TOKENS
+            kwargs["temperature"] = LOCAL_TEMPERATURE
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
         extra_body = {"enable_thinking": True} if self.config.thinking else None
@@ -311,8 +318,18 @@ class LLMClient:
                 self._account(task_id, messages, "", (time.monotonic() - started) * 1000,
                               0, 0, False, last_error)
                 break
-            except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-                    openai.InternalServerError) as exc:
+            except openai.InternalServerError as exc:
+                # llama.cpp's server refuses `json_schema` with HTTP 500 (a pydantic error naming
+                # response_format): degrade like a 400, do not retry the same request.
+                if fmt and "response_format" in kwargs and self._degrade_json_mode(exc, 500):
+                    fmt = self._response_format(model)
+                    kwargs.pop("response_format", None)
+                    if fmt:
+                        kwargs["response_format"] = fmt
+                    continue
+                last_error = f"{type(exc).__name__}: {_short(exc)}"
+            except (openai.APIConnectionError, openai.APITimeoutError,
+                    openai.RateLimitError) as exc:
                 last_error = f"{type(exc).__name__}: {_short(exc)}"
             except openai.APIStatusError as exc:
                 if exc.status_code >= 500 or exc.status_code == 429:
@@ -329,9 +346,13 @@ class LLMClient:
                 time.sleep(delay * (0.5 + random.random()))  # jittered backoff between retries
         raise LLMError(f"{self.role}: LLM call failed: {last_error}")
 
-    def _degrade_json_mode(self, exc: Exception) -> bool:
+    def _degrade_json_mode(self, exc: Exception, status: int = 400) -> bool:
         text = str(exc).lower()
-        if "response_format" not in text and "json" not in text and "schema" not in text:
+        if status >= 500:
+            # A 5xx is only a refusal of the format when it names it; anything else is retried.
+            if not any(k in text for k in ("response_format", "json_schema", "'json_object'")):
+                return False
+        elif "response_format" not in text and "json" not in text and "schema" not in text:
             return False
         order = list(JSON_MODES)
         idx = order.index(self.config.json_mode)

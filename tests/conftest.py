@@ -33,7 +33,9 @@ def artoo_env(monkeypatch):
            "ARTOO_SCALE": os.environ.get("ARTOO_SCALE", "2")}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL"):
+    for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "ARTOO_LOCAL_MODEL",
+                "BRAIN_BASE_URL", "TOOL_BASE_URL", "BRAIN_API_KEY", "TOOL_API_KEY",
+                "BRAIN_MODEL", "TOOL_MODEL"):
         monkeypatch.delenv(key, raising=False)
     yield env
     import shutil

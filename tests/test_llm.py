@@ -133,3 +133,26 @@ def test_degrades_json_mode_when_endpoint_rejects_schema(client, llm_server):
     llm_server.add("planner", {"steps": ["x"]})
     assert client.complete_json(Plan, "s", "u").steps == ["x"]
     assert llm_server.filter("planner")[-1].body["response_format"]["type"] == "json_object"
+
+
+def test_degrades_json_mode_when_endpoint_refuses_schema_with_500(client, llm_server):
+    """llama.cpp's server answers `json_schema` with HTTP 500 and a pydantic error naming
+    response_format: degrade at once instead of retrying the same request."""
+    refusal = json.dumps({"error": {"message": "1 validation error for CreateChatCompletionRequest "
+                                    "response_format.type: Input should be 'text' or "
+                                    "'json_object'", "type": "internal_server_error"}})
+    llm_server.add("planner", Http(500, refusal))
+    llm_server.add("planner", {"steps": ["x"]})
+    assert client.complete_json(Plan, "s", "u").steps == ["x"]
+    sent = llm_server.filter("planner")
+    assert len(sent) == 2
+    assert sent[0].body["response_format"]["type"] == "json_schema"
+    assert sent[1].body["response_format"] == {"type": "json_object", "schema": Plan.model_json_schema()}
+
+
+def test_plain_500_is_retried_not_degraded(client, llm_server):
+    llm_server.add("planner", Http(500))
+    llm_server.add("planner", {"steps": ["y"]})
+    assert client.complete_json(Plan, "s", "u").steps == ["y"]
+    assert [r.body["response_format"]["type"] for r in llm_server.filter("planner")] == \
+        ["json_schema", "json_schema"]
