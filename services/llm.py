@@ -158,6 +158,38 @@ def _schema_for(model: type[BaseModel]) -> dict:
     return model.model_json_schema()
 
 
+@functools.lru_cache(maxsize=64)
+def _grammar_schema_for(model: type[BaseModel]) -> dict:
+    return grammar_safe_schema(_schema_for(model))
+
+
+_ANY_JSON = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"},
+                      {"type": "null"}, {"type": "array"}, {"type": "object"}]}
+_SCHEMA_KEYS = ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
+
+
+def grammar_safe_schema(schema: Any) -> Any:
+    """A copy of a JSON schema that llama.cpp's schema-to-grammar converter accepts: a field typed
+    `Any` (pydantic emits `{}` or only a title/default) makes the converter give up and the server
+    silently falls back to "any JSON object", so such nodes become an explicit any-JSON anyOf."""
+    if isinstance(schema, list):
+        return [grammar_safe_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {k: grammar_safe_schema(v) for k, v in value.items()}
+        elif key in ("items", "anyOf", "oneOf", "allOf", "additionalProperties") \
+                and isinstance(value, (dict, list)):
+            out[key] = grammar_safe_schema(value)
+        else:
+            out[key] = value
+    if not any(k in out for k in _SCHEMA_KEYS):
+        out.update(_ANY_JSON)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # the client
 # ---------------------------------------------------------------------------------------------
@@ -272,7 +304,7 @@ class LLMClient:
             return {"type": "json_schema",
                     "json_schema": {"name": model.__name__, "schema": schema, "strict": False}}
         if self.config.json_mode == "json_object_schema":
-            return {"type": "json_object", "schema": schema}
+            return {"type": "json_object", "schema": _grammar_schema_for(model)}
         return {"type": "json_object"}
 
     def _chat(self, messages: list[dict], model: type[BaseModel] | None, task_id: str,

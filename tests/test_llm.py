@@ -156,3 +156,25 @@ def test_plain_500_is_retried_not_degraded(client, llm_server):
     assert client.complete_json(Plan, "s", "u").steps == ["y"]
     assert [r.body["response_format"]["type"] for r in llm_server.filter("planner")] == \
         ["json_schema", "json_schema"]
+
+
+def test_grammar_safe_schema_types_every_any_field():
+    """llama.cpp cannot compile an untyped node (a pydantic `Any`) and then constrains nothing."""
+    from typing import Any, Optional
+
+    from services.llm import grammar_safe_schema
+
+    class Step(BaseModel):
+        action: str
+        output: Any = None
+        items: list[Any] = []
+        note: Optional[str] = None
+
+    safe = grammar_safe_schema(Step.model_json_schema())
+    props = safe["properties"]
+    assert {"type": "string"} in props["output"]["anyOf"] and props["output"]["default"] is None
+    assert {"type": "object"} in props["items"]["items"]["anyOf"]
+    assert props["note"] == Step.model_json_schema()["properties"]["note"]   # typed: untouched
+    assert props["action"] == {"title": "Action", "type": "string"}
+    grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    grammar.json_schema_to_gbnf(json.dumps(safe))   # raises on a node it cannot compile
