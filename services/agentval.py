@@ -120,6 +120,18 @@ Reply with JSON only: {"criteria":[{"criterion":"...","met":true,"evidence":"...
 evidence: words copied from the tool record that proves or disproves the criterion."""
 
 
+# The bundled 1.5B model (LLMClient.local): compact, with the evidence rules it got wrong spelt out
+# (a delete "proved" by reading the file).
+_LOCAL_SYSTEM = """You are the Agent-Validator of artoo. For each success criterion, decide from the tool records whether it is met.
+Rules:
+- Tool records are ground truth. The executor's output is only a claim: never use it as evidence.
+- An action is met only when a record shows that action succeeded: a write by write_file or a shell command writing the file, a delete by rm, a count by the command that counted. Reading or listing a file does not prove it was changed or deleted.
+- A record with ERROR or [LAW1] means that action did not happen.
+- evidence: words copied from the record that prove or disprove the criterion.
+- failure_class for an unmet criterion: "environmental" (permission, missing file or command, network, timeout, [LAW1]) or "logical".
+- verdict: "matched" if all are met, "retry" if another attempt could fix it, "failed" if it cannot be done."""
+
+
 @dataclass
 class Judgement:
     kind: str                                   # matched / retry / failed
@@ -137,7 +149,7 @@ class AgentValidator:
         self.criteria: list[Criterion] = list(subtask.success_criteria) or [
             Criterion(text=subtask.intent, mode="verifiable")]
         self.max_attempts = max(1, settings.validator_max_attempts)
-        local = bool(getattr(llm, "local", False))
+        self.local = local = bool(getattr(llm, "local", False))
         self.record_budget = (1500 if local else 2 * settings.tool_output_chars)
         self.records: list[tuple[int, ToolCallRecord]] = []   # (attempt, record), all attempts
         self.attempt_verdicts: list[list[CriterionVerdict]] = []
@@ -178,8 +190,9 @@ class AgentValidator:
         infra_error = ""
         if result.status != "failed":            # failed → failed outcome, no scoring call
             try:
-                reply = self.llm.complete_json(ValidatorReply, _SYSTEM, self.user_prompt(result),
-                                               task_id=self.task_id)
+                reply = self.llm.complete_json(ValidatorReply,
+                                               _LOCAL_SYSTEM if self.local else _SYSTEM,
+                                               self.user_prompt(result), task_id=self.task_id)
             except LLMError as exc:
                 infra_error = f"scoring error: {exc}"
             except Exception as exc:  # never silence

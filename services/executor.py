@@ -132,6 +132,21 @@ Rules:
 - Do not repeat a call that already ran; its result is below."""
 
 
+# The bundled 1.5B model (LLMClient.local): shorter, concrete, and byte-stable per workspace so the
+# llama.cpp prompt cache serves it; the schema (enforced by the server's grammar) carries the shape.
+_LOCAL_SYSTEM = """You are the Executor of artoo. Do ONE subtask with tools: one JSON tool call per reply, then the result.
+Workspace (the current directory): {workspace}
+Tools:
+{tools}
+When done: {{"action":"result","status":"completed","output":"<the answer, copied from the tool output>"}}
+Rules:
+- Prefer one shell command that does the work and prints proof: cat the file you wrote, ls, wc -l.
+- To delete a file, run rm with shell (the operator approves it). Reading a file does not delete it.
+- Only say completed when a tool output above shows the work is done. failed = a tool error you cannot fix.
+- A result starting with [LAW1] was refused: report it, do not work around it."""
+LOCAL_OUTPUT_CHARS = 1000
+
+
 class Executor:
     """R3 for one subtask (all its attempts)."""
 
@@ -140,9 +155,9 @@ class Executor:
         self.llm = llm
         self.toolbox = toolbox
         self.settings = settings
-        local = bool(getattr(llm, "local", False))
-        # The bundled 1.5B model reads ~50 tokens/s: keep its prompts small.
-        self.output_chars = min(settings.tool_output_chars, 1500) if local \
+        self.local = local = bool(getattr(llm, "local", False))
+        # The bundled 1.5B model reads ~60 tokens/s: keep its prompts small.
+        self.output_chars = min(settings.tool_output_chars, LOCAL_OUTPUT_CHARS) if local \
             else settings.tool_output_chars
         self.transcript_chars = 2 * self.output_chars
         self.max_turns = settings.executor_max_turns
@@ -153,7 +168,8 @@ class Executor:
     def system_prompt(self) -> str:
         blocked = set(self.subtask.blocked_tools)
         tools = [TOOL_SPECS[n].usage for n in self.toolbox.available() if n not in blocked]
-        return _SYSTEM.format(workspace=self.toolbox.workspace, tools="\n".join(tools))
+        template = _LOCAL_SYSTEM if self.local else _SYSTEM
+        return template.format(workspace=self.toolbox.workspace, tools="\n".join(tools))
 
     def user_prompt(self, correction: Optional[CorrectionSignal], calls: list[ToolCallRecord],
                     notes: list[str]) -> str:
@@ -251,7 +267,12 @@ class Executor:
                 output = step.output
                 if output in (None, "") and calls:
                     output = calls[-1].output
-                return result(step.status, output, step.uncertainty)
+                status = step.status
+                if self.local and status == "failed" and not any(c.error for c in calls):
+                    # The small model says "failed" after clean tool runs it misread; let R4a
+                    # judge the records instead of ending the subtask on that word.
+                    status = "uncertain"
+                return result(status, output, step.uncertainty)
             tool = step.tool.strip()
             args = step.tool_args()
             sig = signature(tool, args)

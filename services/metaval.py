@@ -113,6 +113,23 @@ def check_accept(verdict: MergeVerdict, criteria: list[Criterion]) -> tuple[bool
     return accepted, out
 
 
+def local_merge(outcomes: list[SubTaskOutcome], criteria: list[Criterion]) -> MergeVerdict | None:
+    """On the bundled 1.5B model, skip the merge call when it could only repeat R4a: a single
+    matched outcome whose passed criterion verdicts (judged against tool records) cover every task
+    criterion word for word. Anything else still goes to the LLM."""
+    if len(outcomes) != 1 or outcomes[0].status != "matched":
+        return None
+    passed = {v.criterion.strip(): v for v in outcomes[0].criteria_verdicts if v.verdict == "pass"}
+    if not criteria or any(c.text.strip() not in passed for c in criteria):
+        return None
+    return MergeVerdict(
+        verdict="accept", summary="every task criterion was met (judged against the tool records)",
+        merged_output=outcomes[0].output,
+        task_criteria_verdicts=[TaskCriterionJudgement(criterion=c.text, verdict="pass",
+                                                       evidence=passed[c.text.strip()].evidence)
+                                for c in criteria])
+
+
 class MetaValidator:
     def __init__(self, client: BusClient, settings: Settings, llm: LLMClient | None = None):
         self.client = client
@@ -248,9 +265,11 @@ class MetaValidator:
                             for o in failed)
             self._replan(state, rnd, outcomes, gap, [o.subtask_id for o in failed], [])
             return
+        verdict = local_merge(outcomes, criteria) if getattr(self.llm, "local", False) else None
         prompt = merge_prompt(intent, criteria, outcomes, self.settings.tool_output_chars * 2)
         try:
-            verdict = self.llm.complete_json(MergeVerdict, SYSTEM_PROMPT, prompt, task_id=task_id)
+            verdict = verdict or self.llm.complete_json(MergeVerdict, SYSTEM_PROMPT, prompt,
+                                                        task_id=task_id)
         except LLMError as exc:
             self._replan(state, rnd, outcomes, f"meta-validator LLM error: {exc}", [], [])
             return

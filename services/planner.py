@@ -307,8 +307,11 @@ class Planner:
         tools = list(dict.fromkeys(directive.blocked_tools)) if directive else []
         targets = list(dict.fromkeys(directive.blocked_targets)) if directive else []
         last_round = previous.describe_outcomes() if previous else ""
-        prompt = plan_prompt(spec, calibration.text, directive, last_round)
-        plan, error = self._ask(spec, prompt, tools, targets)
+        if getattr(self.llm, "local", False):
+            plan, error = self._local_plan(spec, directive, last_round, tools, targets)
+        else:
+            prompt = plan_prompt(spec, calibration.text, directive, last_round)
+            plan, error = self._ask(spec, prompt, tools, targets)
         if self.dispatcher.ended(task):
             return  # cancelled or finished while the LLM was thinking
         if plan is None:
@@ -338,6 +341,37 @@ class Planner:
             tasklog.append(self.settings.tasks_dir, task, "plan_rejected", attempt=attempt,
                            violations=problems)
         return None, "the plan was invalid twice: " + "; ".join(problems)
+
+    def _local_plan(self, spec: TaskSpec, directive: PlanDirective | None, last_round: str,
+                    tools: list[str], targets: list[str]) -> tuple[PlanReply | None, str]:
+        """The plan on the bundled 1.5B model: one subtask built in code from the TaskSpec.
+
+        At ~12 tokens/s a planner call costs 20-40 s and the small model mostly restates the spec
+        (or copies the prompt's placeholders); the perceiver's intent and criteria already are a
+        one-step plan, R4a judges those criteria against tool records, and a replan carries GGS's
+        directive and blocked sets to the executor through the context."""
+        criteria = [PlanCriterion(text=c) for c in spec.success_criteria if c.strip()][:3] or \
+            [PlanCriterion(text=f"The tool results show this was done: {spec.intent}")]
+        context = [f"User's words: {spec.raw_input}"]
+        if directive is not None:
+            context.append(f"A previous attempt failed ({directive.directive}: "
+                           f"{DIRECTIVE_MEANING.get(directive.directive, '')}).")
+            if directive.failed_criterion:
+                context.append(f"Failed criterion: {directive.failed_criterion}")
+            if last_round:
+                context.append("What happened: " + last_round[-600:])
+            if tools:
+                context.append("Do not use: " + ", ".join(tools))
+        plan = PlanReply(task_criteria=criteria, subtasks=[PlannedSubtask(
+            intent=spec.intent, success_criteria=criteria, context="\n".join(context),
+            sequence=1)])
+        problems = validate_plan(plan, tools, targets, self.settings.plan_max_subtasks)
+        tasklog.append(self.settings.tasks_dir, spec.task_id, "plan_source",
+                       source="local: one subtask from the TaskSpec (no planner LLM call)",
+                       violations=problems or None)
+        if problems:
+            return None, "the one-step local plan violates: " + "; ".join(problems)
+        return plan, ""
 
     def _planning_failed(self, spec: TaskSpec, error: str, round_: int) -> None:
         log.warning("planning failed for %s: %s", spec.task_id, error)
