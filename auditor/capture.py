@@ -82,6 +82,7 @@ class CaptureRelay:
         self.inflight: deque = deque()
         self.buffered_bytes = 0
         self.dropped = 0
+        self.unreplayable = 0
         self.tap: bytes | None = None
         self.tap_connections = 0
         self.last_tap_contact = 0.0
@@ -116,6 +117,7 @@ class CaptureRelay:
             "epoch": self.epoch, "captured": self.next_cseq - 1, "acked": self.acked,
             "buffered": len(self.unsent) + len(self.inflight), "inflight": len(self.inflight),
             "buffered_bytes": self.buffered_bytes, "dropped": self.dropped,
+            "unreplayable": self.unreplayable,
             "tap_connected": self.tap is not None, "tap_connections": self.tap_connections,
             "last_tap_contact_s": round(time.time() - self.last_tap_contact, 3)
             if self.last_tap_contact else None,
@@ -289,9 +291,16 @@ class CaptureRelay:
             return
         dropped_before = self.dropped
         while self.buffered_bytes > limit and (self.inflight or self.unsent):
-            queue_ = self.inflight if self.inflight else self.unsent
-            item = queue_.popleft()
+            # An in-flight item already reached the tap: it will be logged, it just can no longer
+            # be replayed (if the tap dies first, the FROM/LOST exchange announces it). Only unsent
+            # items are lost outright; each of those is announced in a LOST notice -> GAP record.
+            if self.inflight:
+                item = self.inflight.popleft()
+                self.unreplayable += 1
+            else:
+                item = self.unsent.popleft()
+                self.dropped += 1
             self.buffered_bytes -= len(item[3]) + len(item[4]) + _ITEM_OVERHEAD
-            self.dropped += 1
-        log.error("capture buffer full (%d bytes): dropped %d oldest message(s) the tap has not "
-                  "acknowledged; the tap records the gap", limit, self.dropped - dropped_before)
+        if self.dropped > dropped_before:
+            log.error("capture buffer full (%d bytes): dropped %d oldest message(s) the tap has not "
+                      "received; the tap records the gap", limit, self.dropped - dropped_before)

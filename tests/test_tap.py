@@ -110,9 +110,17 @@ def test_loss_beyond_the_replay_bound_is_recorded_as_a_gap(settings, procs, bus_
     procs.append(start_tap(settings))
     last = pub.publish(usage(99999))
     wait_until(lambda: last in id_counts(settings, {pub.node}), 20, "the last message")
+
+    def gap_records():
+        return [r for r in L.iter_records(log_dir(settings)) if r.kind == L.GAP]
+
+    # With so small a bound, heartbeats may still be dropped while the tap catches up: every drop
+    # the relay counts must end up announced in a GAP record (loss is never silent).
+    wait_until(lambda: sum(g.meta()["count"] for g in gap_records())
+               == capture_stats(settings)["dropped"], 20, "every drop announced")
     records = list(L.iter_records(log_dir(settings)))
     gaps = [r for r in records if r.kind == L.GAP]
-    assert gaps and sum(g.meta()["count"] for g in gaps) == dropped
+    assert gaps and sum(g.meta()["count"] for g in gaps) >= dropped
     # every captured cseq is accounted for exactly once: logged, or inside an announced gap
     covered = [r.cseq for r in records if r.kind not in (L.GAP, L.REPAIR)]
     for g in gaps:
