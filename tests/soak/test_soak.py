@@ -1,0 +1,138 @@
+"""The soak run (opt-in: `bash scripts/test-soak`, ARTOO_SOAK_MINUTES, default 10): tasks run
+continuously on the full daemon while the RSS and open file descriptors of every daemon process
+are sampled (psutil). Reported per process: the least-squares slope after a warm-up (MB/min,
+fds/min). Asserted: no upward RSS trend beyond noise (growth over the measured window below
+max(8 MB, 10 % of the process's RSS)), no fd growth, and no per-task state outliving its task (state
+files, GGS live tasks, every role's in-flight and unacked counters back at 0).
+
+Writes docs/soak-run.json (or $ARTOO_SOAK_SUMMARY)."""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from chaos_support import chaos_daemon
+from protocol.bus import BusClient
+
+pytestmark = pytest.mark.soak
+
+REPO = Path(__file__).resolve().parents[2]
+MINUTES = float(os.environ.get("ARTOO_SOAK_MINUTES", "10"))
+SAMPLE_S = 10.0
+WARMUP_FRACTION = 0.2
+CONCURRENCY = int(os.environ.get("ARTOO_SOAK_CONCURRENCY", "4"))
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (t, y), per minute."""
+    if len(points) < 3:
+        return 0.0
+    ts = [t for t, _ in points]
+    ys = [y for _, y in points]
+    mt, my = statistics.fmean(ts), statistics.fmean(ys)
+    var = sum((t - mt) ** 2 for t in ts)
+    return 60.0 * sum((t - mt) * (y - my) for t, y in zip(ts, ys)) / var if var else 0.0
+
+
+def sample(settings, samples: dict) -> None:
+    from services import daemon
+    now = time.monotonic()
+    for (program, inst), info in daemon.supervisor_processes(settings).items():
+        pid = info.get("pid")
+        if not pid:
+            continue
+        try:
+            proc = psutil.Process(pid)
+            rss, fds = proc.memory_info().rss / 2**20, proc.num_fds()
+        except psutil.Error:
+            continue
+        # keyed by program+instance+pid: a restarted process starts a new series
+        samples.setdefault(f"{program}_{inst}", {}).setdefault(pid, []).append((now, rss, fds))
+
+
+def collect_heartbeats(settings, seconds: float = 8.0) -> dict:
+    """The latest heartbeat of every process: role/instance -> (in_flight, unacked, info)."""
+    seen: dict = {}
+    got = threading.Event()
+    probe = BusClient("user", settings=settings, heartbeat=False)
+
+    def hb(env, m):
+        seen[f"{m.role}_{m.instance}"] = {"in_flight": m.in_flight, "unacked": m.unacked,
+                                           "info": m.info}
+    probe.on("Heartbeat", hb)
+    probe.start(timeout=30)
+    try:
+        got.wait(seconds)  # heartbeats come every few seconds; gather one round from everyone
+    finally:
+        probe.stop()
+    return seen
+
+
+def test_soak_rss_and_fds_stay_flat():
+    samples: dict = {}
+    summary: dict = {"date": time.strftime("%Y-%m-%d %H:%M"), "minutes": MINUTES,
+                     "concurrency": CONCURRENCY}
+    with chaos_daemon() as (chaos, result):
+        stop = threading.Event()
+        submitted = []
+
+        def load():
+            while not stop.is_set():
+                submitted.extend(chaos.run_batch("soak", CONCURRENCY * 4, CONCURRENCY))
+        loader = threading.Thread(target=load, daemon=True)
+        loader.start()
+        end = time.monotonic() + MINUTES * 60
+        while time.monotonic() < end:
+            sample(chaos.settings, samples)
+            stop.wait(SAMPLE_S)
+        stop.set()
+        loader.join(300)
+        chaos.wait_ended(submitted)
+        sample(chaos.settings, samples)
+        summary["heartbeats"] = collect_heartbeats(chaos.settings)
+        summary["ggs_live_tasks"] = {str(k): v.get("tasks")
+                                     for k, v in chaos.ggs_live_tasks().items()}
+        summary["tasks"] = {"submitted": len(submitted),
+                            "finished": sum(1 for t in submitted if t.finals),
+                            "duplicated": sum(1 for t in submitted if len(t.finals) > 1)}
+    summary.update(result)
+    report = {}
+    for name, series in sorted(samples.items()):
+        pid, points = max(series.items(), key=lambda kv: len(kv[1]))   # the longest-lived process
+        t0 = points[0][0]
+        measured = [p for p in points if p[0] - t0 >= WARMUP_FRACTION * (points[-1][0] - t0)]
+        minutes = (measured[-1][0] - measured[0][0]) / 60 if len(measured) > 1 else 0.0
+        rss_slope = slope([(t, r) for t, r, _ in measured])
+        fd_slope = slope([(t, f) for t, _, f in measured])
+        report[name] = {"pid": pid, "samples": len(points), "rss_mb_start": round(points[0][1], 1),
+                        "rss_mb_end": round(points[-1][1], 1),
+                        "rss_mb_per_min": round(rss_slope, 3), "fds_start": points[0][2],
+                        "fds_end": points[-1][2], "fds_per_min": round(fd_slope, 3),
+                        "window_min": round(minutes, 1)}
+    summary["processes"] = report
+    out = Path(os.environ.get("ARTOO_SOAK_SUMMARY", REPO / "docs" / "soak-run.json"))
+    out.write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    for name, r in report.items():
+        print(f"[soak] {name}: {r}", flush=True)
+
+    assert summary["tasks"]["finished"] == summary["tasks"]["submitted"] > 0
+    assert summary["tasks"]["duplicated"] == 0
+    assert not summary["orphans"]
+    growing = {n: r for n, r in report.items()
+               if r["rss_mb_per_min"] * r["window_min"] > max(8.0, 0.10 * r["rss_mb_end"])}
+    assert not growing, f"RSS trends upward: {growing}"
+    leaking_fds = {n: r for n, r in report.items() if r["fds_per_min"] * r["window_min"] > 5}
+    assert not leaking_fds, f"open fds grow: {leaking_fds}"
+    live = {role: v for role, v in summary["post_down"]["state_files"].items() if v["live"]}
+    assert not live, f"per-task state outlived its task: {live}"
+    assert all(v == 0 for v in summary["ggs_live_tasks"].values())
+    busy = {k: v for k, v in summary["heartbeats"].items()
+            if v["in_flight"] or v["unacked"]}
+    assert not busy, f"in-flight work left after every task ended: {busy}"
