@@ -32,7 +32,7 @@ from protocol.messages import (Criterion, DispatchManifest, EffectorExited, Effe
 from protocol.settings import Settings
 
 from . import tasklog
-from .taskstate import TaskStateStore
+from .taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
 from .tools import head_tail
 
 log = logging.getLogger("artoo.dispatcher")
@@ -390,6 +390,12 @@ class Dispatcher:
     def tick(self) -> None:
         now = time.time()
         s = self.settings
+        with self.lock:
+            expired = [p.task_id for p in self.plans.values()
+                       if p.spec.deadline_at and now > p.spec.deadline_at + EXPIRE_AFTER_DEADLINE_S]
+        for task_id in expired:  # its FinalResult went by while this instance was down/stopped
+            log.info("dropping the plan of %s: its deadline passed", task_id)
+            self.drop(task_id)
         with self.lock:
             for plan in list(self.plans.values()):
                 if plan.status != "running":

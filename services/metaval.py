@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -33,7 +34,7 @@ from .dispatcher import render_output
 from .tools import head_tail
 from .llm import LLMClient, LLMError
 from .role import run_role
-from .taskstate import TaskStateStore
+from .taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
 
 ROLE = "metaval"
 log = logging.getLogger("artoo.metaval")
@@ -147,7 +148,21 @@ class MetaValidator:
         c.on("SubTaskOutcome", self.on_outcome, ack=True, partition=True)
         c.on("TaskCancel", self.on_end, partition=True)
         c.on("FinalResult", self.on_end, partition=True)
+        c.add_timer(1.0, self.expire)
         c.heartbeat_info = lambda: {"tasks": len(self.tasks)}
+
+    def expire(self) -> None:
+        """Drop fan-ins of tasks past their deadline: their FinalResult went by while this
+        instance was down or stopped, so on_end never ran for them."""
+        now = time.time()
+        with self.lock:
+            limit = self.settings.task_deadline_s   # no manifest yet: the default deadline
+            expired = [t for t, st in self.tasks.items()
+                       if now > (st.get("deadline_at") or st["started_at"] + limit)
+                       + EXPIRE_AFTER_DEADLINE_S]
+        for task_id in expired:
+            log.info("dropping the fan-in of %s: its deadline passed", task_id)
+            self.on_end(None, SimpleNamespace(task_id=task_id))
 
     def resume(self) -> None:
         """Reload fan-ins of a killed predecessor; evaluate rounds that were complete."""

@@ -22,6 +22,9 @@ from protocol.settings import Settings
 log = logging.getLogger("artoo.taskstate")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 STALE_AFTER_DEADLINE_S = 60.0
+# GGS delivers every task's FinalResult by its deadline. A role that missed it (down or stopped
+# when it passed) drops what it still holds this long after the deadline, so nothing outlives a task.
+EXPIRE_AFTER_DEADLINE_S = 5.0
 
 
 class TaskStateStore:
