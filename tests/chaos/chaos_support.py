@@ -10,6 +10,7 @@ FinalResult envelope id arrived for it (a GGS re-send after a restart re-uses th
 """
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -33,6 +34,7 @@ from protocol.settings import load_settings
 from replies_pipeline import (INVALID_JSON, PROSE, accept, effector_responder, perception, plan,
                               subtask)
 from scripted_llm import Delay, Http, ScriptedLLM
+from services.taskstate import EXPIRE_AFTER_DEADLINE_S
 
 DEADLINE_S = float(os.environ.get("ARTOO_CHAOS_DEADLINE_S", "45"))
 LATE_GRACE_S = 10.0        # FinalResult may trail deadline_at by a watchdog tick + delivery
@@ -208,11 +210,21 @@ class Chaos:
                 if key[0] == program and info.get("statename") == "RUNNING" and info.get("pid")]
         return random.choice(live) if live else None
 
+    def pick_running(self, program: str, timeout: float = 60.0):
+        """A RUNNING process of the program; waits while a previous kill's restart is under way
+        (two faults in a row on a one-process program must both land)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            picked = self.pick(program)
+            if picked is not None or time.monotonic() > deadline:
+                return picked
+            time.sleep(0.2)  # polling supervisord's view; nothing to wait on instead
+
     def kill(self, program: str) -> dict | None:
         """SIGKILL one process of a program and measure how long supervisord takes to replace it."""
         if program == "effector":
             return self.kill_effector()
-        picked = self.pick(program)
+        picked = self.pick_running(program)
         if picked is None:
             return None
         key, pid = picked
@@ -247,7 +259,7 @@ class Chaos:
         return None
 
     def stop_cont(self, program: str, seconds: float = 5.0) -> dict | None:
-        picked = self.pick(program)
+        picked = self.pick_running(program)
         if picked is None:
             return None
         key, pid = picked
@@ -346,15 +358,17 @@ def chaos_daemon(extra_env: dict[str, str] | None = None):
             if chaos is not None:
                 chaos.close()
             t0 = time.monotonic()
+            result["down_at"] = time.time()
             daemon.down(settings)
             result["down_s"] = round(time.monotonic() - t0, 1)
             result["orphans"] = [p.pid for p in daemon.our_processes(settings)]
-            result["post_down"] = post_down_checks(settings, chaos) if chaos else {}
+            result["post_down"] = (post_down_checks(settings, chaos, result["down_at"])
+                                   if chaos else {})
             if os.environ.get("ARTOO_CHAOS_KEEP") != "1":
                 shutil.rmtree(root, ignore_errors=True)
 
 
-def post_down_checks(settings, chaos: Chaos) -> dict:
+def post_down_checks(settings, chaos: Chaos, down_at: float) -> dict:
     """After `artoo down`: memory writes in LMDB, audit log chain and coverage, state left over."""
     from auditor import log as audit_log
     from auditor.tap import log_dir
@@ -391,13 +405,20 @@ def post_down_checks(settings, chaos: Chaos) -> dict:
     leftover = {}
     for d in sorted(p for p in state.glob("*") if p.is_dir()):
         files = list(d.glob("*.json"))
-        live = 0
+        live = pending = 0
         for f in files:
             try:
-                import json
-                live += json.loads(f.read_text()).get("kind") != "ended"
+                data = json.loads(f.read_text())
             except (OSError, ValueError):
                 live += 1
-        leftover[d.name] = {"files": len(files), "live": live}
+                continue
+            if data.get("kind") == "ended":
+                continue       # a GGS tombstone: bounded, expires by TTL
+            deadline = data.get("deadline_at") or (data.get("task") or {}).get("deadline_at") or 0
+            if deadline and down_at < deadline + EXPIRE_AFTER_DEADLINE_S + 2.0:
+                pending += 1   # still within its task's deadline when the daemon went down
+            else:
+                live += 1
+        leftover[d.name] = {"files": len(files), "live": live, "pending_expiry": pending}
     out["state_files"] = leftover
     return out
