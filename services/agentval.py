@@ -19,7 +19,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -132,6 +132,23 @@ Rules:
 - verdict: "matched" if all are met, "retry" if another attempt could fix it, "failed" if it cannot be done."""
 
 
+class LocalJudgement(BaseModel):
+    """The local backend's reply shape: every field required, evidence before the decision, so
+    the server's grammar makes the small model judge each criterion (it otherwise answered a bare
+    {"verdict": "matched"})."""
+    criterion: str
+    evidence: str
+    met: bool
+    failure_class: Literal["", "logical", "environmental"]
+
+
+class LocalValidatorReply(BaseModel):
+    criteria: list[LocalJudgement] = Field(min_length=1)
+    verdict: Literal["matched", "retry", "failed"]
+    what_was_wrong: str
+    what_to_do: str
+
+
 @dataclass
 class Judgement:
     kind: str                                   # matched / retry / failed
@@ -190,9 +207,13 @@ class AgentValidator:
         infra_error = ""
         if result.status != "failed":            # failed → failed outcome, no scoring call
             try:
-                reply = self.llm.complete_json(ValidatorReply,
-                                               _LOCAL_SYSTEM if self.local else _SYSTEM,
-                                               self.user_prompt(result), task_id=self.task_id)
+                if self.local:
+                    local = self.llm.complete_json(LocalValidatorReply, _LOCAL_SYSTEM,
+                                                   self.user_prompt(result), task_id=self.task_id)
+                    reply = ValidatorReply.model_validate(local.model_dump())
+                else:
+                    reply = self.llm.complete_json(ValidatorReply, _SYSTEM,
+                                                   self.user_prompt(result), task_id=self.task_id)
             except LLMError as exc:
                 infra_error = f"scoring error: {exc}"
             except Exception as exc:  # never silence

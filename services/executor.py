@@ -140,10 +140,12 @@ Tools:
 {tools}
 When done: {{"action":"result","status":"completed","output":"<the answer, copied from the tool output>"}}
 Rules:
-- Prefer one shell command that does the work and prints proof: cat the file you wrote, ls, wc -l.
+- Prefer one shell command that does every step and prints proof, for example:
+  {{"action":"tool","tool":"shell","command":"echo hello > a.txt && cat a.txt && ls"}}
 - To delete a file, run rm with shell (the operator approves it). Reading a file does not delete it.
 - Only say completed when a tool output above shows the work is done. failed = a tool error you cannot fix.
-- A result starting with [LAW1] was refused: report it, do not work around it."""
+- If a tool result says the action was refused, report that; do not try another way around it.
+- output: the concrete answer (the number, the value, the file names), not a restatement of the task."""
 LOCAL_OUTPUT_CHARS = 1000
 
 
@@ -176,7 +178,10 @@ class Executor:
         st = self.subtask
         lines = [f"Today's date: {time.strftime('%Y-%m-%d (%A)')}",
                  f"Subtask: {st.intent}"]
-        if st.success_criteria:
+        if st.success_criteria and self.local:
+            lines.append("Success criteria (each must be shown by a tool output before the "
+                         "result):")
+        elif st.success_criteria:
             lines.append("Success criteria:")
             lines += [f"{i}. {c.text}" for i, c in enumerate(st.success_criteria, 1)]
         if st.context:
@@ -201,7 +206,10 @@ class Executor:
             lines += self._transcript(calls)
         for note in notes:
             lines.append(note)
-        if calls:
+        if calls and self.local:
+            lines.append("If the tool output above proves every criterion, reply with the "
+                         "result; otherwise make the next tool call (cat or ls shows proof).")
+        elif calls:
             lines.append("If these results satisfy the criteria, reply with the result now; "
                          "otherwise make the next tool call.")
         else:

@@ -363,9 +363,11 @@ class Planner:
             if tools:
                 context.append("Do not use: " + ", ".join(tools))
         plan = PlanReply(task_criteria=criteria, subtasks=[PlannedSubtask(
-            intent=spec.intent, success_criteria=criteria, context="\n".join(context),
-            sequence=1)])
+            intent=spec.intent, success_criteria=criteria, sequence=1)])
+        # validated before the context is added: the report of the last round names the blocked
+        # targets on purpose (the executor enforces them in code)
         problems = validate_plan(plan, tools, targets, self.settings.plan_max_subtasks)
+        plan.subtasks[0].context = "\n".join(context)
         tasklog.append(self.settings.tasks_dir, spec.task_id, "plan_source",
                        source="local: one subtask from the TaskSpec (no planner LLM call)",
                        violations=problems or None)
