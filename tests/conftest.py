@@ -20,6 +20,9 @@ from protocol.settings import load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+# Helpers of the opt-in suites; they have no conftest.py of their own because a second module
+# named `conftest` would shadow this one for every `from conftest import ...`.
+sys.path.insert(0, str(REPO / "tests" / "chaos"))
 
 
 @pytest.fixture
