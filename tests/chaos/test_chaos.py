@@ -96,6 +96,7 @@ def outcome_row(name: str, tasks, faults) -> dict:
     }
 
 
+@pytest.mark.timeout(2400)  # the suite's own budget; tasks are bounded by their deadlines
 def test_fault_matrix():
     random.seed(int(os.environ.get("ARTOO_CHAOS_SEED", "9")))
     summary: dict = {"date": time.strftime("%Y-%m-%d %H:%M"), "deadline_s": DEADLINE_S,

@@ -75,6 +75,7 @@ def collect_heartbeats(settings, seconds: float = 8.0) -> dict:
     return seen
 
 
+@pytest.mark.timeout(int(MINUTES * 60 + 900))
 def test_soak_rss_and_fds_stay_flat():
     samples: dict = {}
     summary: dict = {"date": time.strftime("%Y-%m-%d %H:%M"), "minutes": MINUTES,
