@@ -142,6 +142,8 @@ When done: {{"action":"result","status":"completed","output":"<the answer, copie
 Rules:
 - Prefer one shell command that does every step and prints proof, for example:
   {{"action":"tool","tool":"shell","command":"echo hello > a.txt && cat a.txt && ls"}}
+  {{"action":"tool","tool":"shell","command":"find src -type f -name '*.txt' | wc -l"}}
+  {{"action":"tool","tool":"shell","command":"grep -n 'name' config.ini"}}
 - To delete a file, run rm with shell (the operator approves it). Reading a file does not delete it.
 - Only say completed when a tool output above shows the work is done. failed = a tool error you cannot fix.
 - If a tool result says the action was refused, report that; do not try another way around it.
@@ -296,7 +298,8 @@ class Executor:
                                   f"in a row")
                 notes.append(f"DUPLICATE CALL NOT EXECUTED: #{len(calls)} was exactly this "
                              f"call; its result is above. Use a different call, or reply with "
-                             f"the result.")
+                             f"the result." + (" Reply with the result now, taken from that "
+                                               "output." if self.local else ""))
                 continue
             last_sig, repeats = sig, 0
             blocked = self._blocked(tool, args)
