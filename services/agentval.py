@@ -135,18 +135,19 @@ Rules:
 class LocalJudgement(BaseModel):
     """The local backend's reply shape: every field required, evidence before the decision, so
     the server's grammar makes the small model judge each criterion (it otherwise answered a bare
-    {"verdict": "matched"})."""
-    criterion: str
-    evidence: str
+    {"verdict": "matched"}). Lengths and counts are bounded in the grammar too: unbounded, it
+    invented criteria and quoted whole listings until max_tokens cut the JSON (a 116 s call)."""
+    criterion: str = Field(max_length=160)
+    evidence: str = Field(max_length=160)
     met: bool
     failure_class: Literal["", "logical", "environmental"]
 
 
 class LocalValidatorReply(BaseModel):
-    criteria: list[LocalJudgement] = Field(min_length=1)
+    criteria: list[LocalJudgement] = Field(min_length=1, max_length=3)  # the local plan has ≤ 3
     verdict: Literal["matched", "retry", "failed"]
-    what_was_wrong: str
-    what_to_do: str
+    what_was_wrong: str = Field(max_length=200)
+    what_to_do: str = Field(max_length=200)
 
 
 @dataclass
