@@ -183,7 +183,12 @@ class AgentValidator:
         claim = result.output if isinstance(result.output, str) else json.dumps(
             result.output, ensure_ascii=False, default=str)
         lines.append(f"Executor status: {result.status}")
-        lines.append(f"Executor output (a claim): {head_tail(claim or '(none)', 1500)}")
+        if self.local and self.records:
+            # the small model copies the claim as "evidence" (code rejects that, costing an
+            # attempt): with tool records to judge, it does not see the claim at all
+            pass
+        else:
+            lines.append(f"Executor output (a claim): {head_tail(claim or '(none)', 1500)}")
         if result.uncertainty:
             lines.append(f"Executor uncertainty: {result.uncertainty}")
         if not self.records:

@@ -149,6 +149,7 @@ Rules:
 - If a tool result says the action was refused, report that; do not try another way around it.
 - output: the concrete answer (the number, the value, the file names), not a restatement of the task."""
 LOCAL_OUTPUT_CHARS = 1000
+LOCAL_TOOLS = ("shell", "read_file", "write_file")
 
 
 class Executor:
@@ -171,7 +172,12 @@ class Executor:
     # -- prompts ------------------------------------------------------------------------------
     def system_prompt(self) -> str:
         blocked = set(self.subtask.blocked_tools)
-        tools = [TOOL_SPECS[n].usage for n in self.toolbox.available() if n not in blocked]
+        available = self.toolbox.available()
+        if self.local:
+            # the small model fixates on the glob/search examples' "*.py" and repeats them;
+            # shell does all of it (find, grep, wc) and prints the answer itself
+            available = [n for n in available if n in LOCAL_TOOLS] or available
+        tools = [TOOL_SPECS[n].usage for n in available if n not in blocked]
         template = _LOCAL_SYSTEM if self.local else _SYSTEM
         return template.format(workspace=self.toolbox.workspace, tools="\n".join(tools))
 
