@@ -507,8 +507,18 @@ class Spawner:
         ev = frame.get("ev")
         if ev == "zygote-died":
             with self.lock:
-                keys = list(self.running)
-            for key in keys:
+                victims = [(key, eff.pid) for key, eff in self.running.items()]
+            # PDEATHSIG kills them asynchronously: make sure they are gone before we say so.
+            procs = []
+            for _, pid in victims:
+                if pid:
+                    _kill_session(pid)
+                    try:
+                        procs.append(psutil.Process(pid))
+                    except psutil.NoSuchProcess:
+                        pass
+            psutil.wait_procs(procs, timeout=5)
+            for key, _ in victims:
                 self._exited(key, None, signal.SIGKILL, "crashed")
             return
         key = frame.get("key", "")
