@@ -102,6 +102,10 @@ def bound_output(value: Any) -> Any:
     return value if len(text) <= MAX_OUTPUT_CHARS else head_tail(text, MAX_OUTPUT_CHARS)
 
 
+def render_claim(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
 def signature(tool: str, args: dict[str, Any]) -> str:
     """Identity of a call for the duplicate guard: tool + canonical (whitespace-trimmed) args."""
     norm = {k: (" ".join(v.split()) if isinstance(v, str) and k != "content" else v)
@@ -284,6 +288,11 @@ class Executor:
                 if output in (None, "") and calls:
                     output = calls[-1].output
                 status = step.status
+                if self.local and calls and calls[-1].output and not calls[-1].error:
+                    # the small model's claim may be garbled: the answer shown to the user keeps
+                    # the tool output it was read from next to it
+                    output = f"{render_claim(output)}\n[last tool output] " \
+                             f"{head_tail(calls[-1].output.strip(), 300)}"
                 if self.local and status == "failed" and not any(c.error for c in calls):
                     # The small model says "failed" after clean tool runs it misread; let R4a
                     # judge the records instead of ending the subtask on that word.

@@ -308,7 +308,7 @@ class Planner:
         targets = list(dict.fromkeys(directive.blocked_targets)) if directive else []
         last_round = previous.describe_outcomes() if previous else ""
         if getattr(self.llm, "local", False):
-            plan, error = self._local_plan(spec, directive, last_round, tools, targets)
+            plan, error = self._local_plan(spec, directive, tools, targets)
         else:
             prompt = plan_prompt(spec, calibration.text, directive, last_round)
             plan, error = self._ask(spec, prompt, tools, targets)
@@ -342,14 +342,14 @@ class Planner:
                            violations=problems)
         return None, "the plan was invalid twice: " + "; ".join(problems)
 
-    def _local_plan(self, spec: TaskSpec, directive: PlanDirective | None, last_round: str,
+    def _local_plan(self, spec: TaskSpec, directive: PlanDirective | None,
                     tools: list[str], targets: list[str]) -> tuple[PlanReply | None, str]:
         """The plan on the bundled 1.5B model: one subtask built in code from the TaskSpec.
 
         At ~12 tokens/s a planner call costs 20-40 s and the small model mostly restates the spec
         (or copies the prompt's placeholders); the perceiver's intent and criteria already are a
         one-step plan, R4a judges those criteria against tool records, and a replan carries GGS's
-        directive and blocked sets to the executor through the context."""
+        directive, failed criterion and blocked tools to the executor through the context."""
         criteria = [PlanCriterion(text=c) for c in spec.success_criteria if c.strip()][:3] or \
             [PlanCriterion(text=f"The tool results show this was done: {spec.intent}")]
         context = [f"User's words: {spec.raw_input}"]
@@ -358,8 +358,7 @@ class Planner:
                            f"{DIRECTIVE_MEANING.get(directive.directive, '')}).")
             if directive.failed_criterion:
                 context.append(f"Failed criterion: {directive.failed_criterion}")
-            if last_round:
-                context.append("What happened: " + last_round[-600:])
+            # (the last round's report is left out: the 1.5B executor copied it as its answer)
             if tools:
                 context.append("Do not use: " + ", ".join(tools))
         plan = PlanReply(task_criteria=criteria, subtasks=[PlannedSubtask(
