@@ -237,16 +237,25 @@ class Solver:
         self.persist(st)
         self.log(msg.task_id, "ggs_armed", deadline_at=st.deadline_at, intent_slug=st.intent_slug)
 
-    def on_replan(self, env, msg: ReplanRequest) -> None:
+    def score_round(self, env, msg: ReplanRequest | OutcomeSummary):
+        """The common start of a round: (task state, loss step) or None when the message is late,
+        foreign or a re-delivery already scored."""
         if self.ignore(env, msg):
-            return
+            return None
         st = self.task(msg.task_id, msg.intent, msg.intent_slug)
         if self.seen(st, env.id):
-            return
+            return None
         self.record_outcomes(st, msg.outcomes)
         elapsed = self.elapsed_ms(st, msg.elapsed_ms)
         res = loss.step(st.trajectory, msg, self.params, elapsed_ms=elapsed)
         self.apply(st, res, msg, elapsed)
+        return st, res
+
+    def on_replan(self, env, msg: ReplanRequest) -> None:
+        scored = self.score_round(env, msg)
+        if scored is None:
+            return
+        st, res = scored
         if res.directive in loss.ACTION_STATES:
             self.direct(st, res, msg)
         elif res.directive == "success":
@@ -257,15 +266,10 @@ class Solver:
                         self.partial_output(st), msg.outcomes, msg.gap_summary)
 
     def on_summary(self, env, msg: OutcomeSummary) -> None:
-        if self.ignore(env, msg):
+        scored = self.score_round(env, msg)
+        if scored is None:
             return
-        st = self.task(msg.task_id, msg.intent, msg.intent_slug)
-        if self.seen(st, env.id):
-            return
-        self.record_outcomes(st, msg.outcomes)
-        elapsed = self.elapsed_ms(st, msg.elapsed_ms)
-        res = loss.step(st.trajectory, msg, self.params, elapsed_ms=elapsed)
-        self.apply(st, res, msg, elapsed)
+        st, res = scored
         output = msg.merged_output
         if output is None:
             output = self.success_output(st, msg.outcomes)
