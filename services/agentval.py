@@ -127,7 +127,7 @@ Rules:
 - Tool records are ground truth. The executor's output is only a claim: never use it as evidence.
 - An action is met only when a record shows that action succeeded: a write by write_file or a shell command writing the file, a delete by rm, a count by the command that counted. Reading or listing a file does not prove it was changed or deleted.
 - A record with ERROR or [LAW1] means that action did not happen.
-- evidence: words copied from the record that prove or disprove the criterion.
+- evidence: the exact words of a tool output that prove or disprove the criterion (a file name, a number, a line), never the criterion itself.
 - failure_class for an unmet criterion: "environmental" (permission, missing file or command, network, timeout, [LAW1]) or "logical".
 - verdict: "matched" if all are met, "retry" if another attempt could fix it, "failed" if it cannot be done."""
 
@@ -137,8 +137,7 @@ class LocalJudgement(BaseModel):
     the server's grammar makes the small model judge each criterion (it otherwise answered a bare
     {"verdict": "matched"}). Lengths and counts are bounded in the grammar too: unbounded, it
     invented criteria and quoted whole listings until max_tokens cut the JSON (a 116 s call)."""
-    criterion: str = Field(max_length=160)
-    evidence: str = Field(max_length=160)
+    evidence: str = Field(max_length=160)      # (no criterion text: it garbled it; by order)
     met: bool
     failure_class: Literal["", "logical", "environmental"]
 
@@ -202,6 +201,10 @@ class AgentValidator:
                 lines.append(f"#{i} (attempt {attempt}) {rec.tool} {target} → {status}")
                 if rec.output and rec.output != rec.error:
                     lines.append(head_tail(rec.output, per))
+        if self.local:
+            lines.append(f"Judge the {len(self.criteria)} criteria in order. evidence: copy the "
+                         f"exact words of the tool output above that prove or disprove it, not "
+                         f"the criterion.")
         return "\n".join(lines)
 
     # -- judging ------------------------------------------------------------------------------
@@ -217,6 +220,8 @@ class AgentValidator:
                     local = self.llm.complete_json(LocalValidatorReply, _LOCAL_SYSTEM,
                                                    self.user_prompt(result), task_id=self.task_id)
                     reply = ValidatorReply.model_validate(local.model_dump())
+                    for judgement, criterion in zip(reply.criteria, self.criteria):
+                        judgement.criterion = criterion.text   # one judgement per criterion
                 else:
                     reply = self.llm.complete_json(ValidatorReply, _SYSTEM,
                                                    self.user_prompt(result), task_id=self.task_id)
