@@ -1490,6 +1490,11 @@ def _looks_like_path(text: str) -> bool:
     return "/" in text or text.startswith("~") or text.startswith(".") or "$" in text
 
 
+def mentions_path(text: str, path: str) -> bool:
+    """`path` appears in `text` as a whole path (so /tmp/rm1 is not found in /tmp/rm1ws/a)."""
+    return re.search(re.escape(path.rstrip("/")) + r"(?![A-Za-z0-9._~+-])", text) is not None
+
+
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -1576,7 +1581,7 @@ def classify(command: str, *, workspace: str | Path, protected: Iterable[str | P
                               [Finding(UNKNOWN, "NUL byte")])
     for root in roots:
         for spelling in _spellings(root, home):
-            if spelling in text:
+            if mentions_path(text, spelling):
                 walker.protected_hit(root)
                 break
     walker.parse_and_walk(text)

@@ -284,11 +284,14 @@ class Toolbox:
 
     def _redact(self, text: str) -> str:
         """Drop output lines that name artoo's data dir (e.g. from `find ~` or `grep -r ~`)."""
-        if not any(root in text for root in self.protected):
+        def names_data_dir(chunk: str) -> bool:
+            return any(law1.mentions_path(chunk, root) for root in self.protected)
+
+        if not names_data_dir(text):
             return text
         lines = text.splitlines(keepends=True)
-        hidden = sum(1 for ln in lines if any(root in ln for root in self.protected))
-        kept = [ln for ln in lines if not any(root in ln for root in self.protected)]
+        hidden = sum(1 for ln in lines if names_data_dir(ln))
+        kept = [ln for ln in lines if not names_data_dir(ln)]
         return "".join(kept) + f"[{hidden} line(s) about artoo's data dir hidden]\n"
 
     # -- files --------------------------------------------------------------------------------

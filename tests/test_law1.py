@@ -73,6 +73,19 @@ def test_data_dir_is_refused_not_approvable(sandbox):
         assert "data dir" in result.reason
 
 
+def test_a_sibling_path_sharing_the_data_dirs_prefix_is_not_the_data_dir(tmp_path):
+    data, ws = tmp_path / "rm1", tmp_path / "rm1ws"
+    data.mkdir()
+    ws.mkdir()
+    (ws / "a.ini").write_text("port=1\n")
+    ok = law1.classify(f"grep port {ws}/a.ini", workspace=ws, protected=[data], cwd=ws)
+    assert ok.level == READ_ONLY and not ok.protected
+    bad = law1.classify(f"cat {data}/memory.lmdb", workspace=ws, protected=[data], cwd=ws)
+    assert bad.protected
+    assert law1.mentions_path(f"ls {data}", str(data))
+    assert not law1.mentions_path(f"ls {ws}", str(data))
+
+
 def test_overwrite_depends_on_the_file_existing(sandbox):
     ws, _ = sandbox
     existing = classify(sandbox, "echo x > notes.txt")
