@@ -301,13 +301,17 @@ class MemoryStore:
         if len(arr) >= self.cache_min_entries and arr.nbytes <= self.cache_bytes // 4:
             with self._cache_lock:
                 if not self._touched_since(epoch, tag16) and tag16 not in self._cache:
-                    arr.flags.writeable = False
-                    self._cache[tag16] = arr
-                    self._cache_used += arr.nbytes
-                    while self._cache_used > self.cache_bytes:
-                        _, old = self._cache.popitem(last=False)
-                        self._cache_used -= old.nbytes
+                    self._cache_put(tag16, arr)
         return arr
+
+    def _cache_put(self, tag16: bytes, arr: np.ndarray) -> None:
+        """Cache a tag's entries read-only, evicting the oldest beyond the budget (lock held)."""
+        arr.flags.writeable = False
+        self._cache[tag16] = arr
+        self._cache_used += arr.nbytes
+        while self._cache_used > self.cache_bytes:
+            _, old = self._cache.popitem(last=False)
+            self._cache_used -= old.nbytes
 
     def _touched_since(self, epoch: int, tag16: bytes) -> bool:
         """Whether a commit after `epoch` touched the tag (True when that is no longer known)."""
@@ -333,12 +337,7 @@ class MemoryStore:
         with self._cache_lock:
             for tag16, arr in fresh:
                 if len(arr) and tag16 not in self._cache:
-                    arr.flags.writeable = False
-                    self._cache[tag16] = arr
-                    self._cache_used += arr.nbytes
-            while self._cache_used > self.cache_bytes:
-                _, old = self._cache.popitem(last=False)
-                self._cache_used -= old.nbytes
+                    self._cache_put(tag16, arr)
 
     def scan(self, txn, keys_per_chunk: int = 4096) -> Iterator[np.ndarray]:
         """Every index entry of the store, in tag order, in chunks of whole tags (the Dreamer)."""
