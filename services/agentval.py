@@ -77,12 +77,17 @@ class CriterionJudgement(BaseModel):
             value["met"] = verdict in ("pass", "met", "true", "yes", "passed", "ok")
         elif isinstance(value["met"], str):
             value["met"] = value["met"].strip().lower() in ("true", "yes", "pass", "met")
-        for key in ("criterion", "evidence", "failure_class"):
-            if value.get(key) is None:
-                value[key] = ""
-            elif not isinstance(value[key], str):
-                value[key] = json.dumps(value[key], ensure_ascii=False)
+        _text_fields(value, ("criterion", "evidence", "failure_class"))
         return value
+
+
+def _text_fields(value: dict, keys: tuple[str, ...]) -> None:
+    """Small models answer null or nested JSON where a string belongs: coerce, don't reject."""
+    for key in keys:
+        if value.get(key) is None:
+            value[key] = ""
+        elif not isinstance(value[key], str):
+            value[key] = json.dumps(value[key], ensure_ascii=False)
 
 
 class ValidatorReply(BaseModel):
@@ -100,11 +105,7 @@ class ValidatorReply(BaseModel):
             for alias in ("criteria_results", "criteria_verdicts", "results"):
                 if "criteria" not in value and isinstance(value.get(alias), list):
                     value["criteria"] = value[alias]
-            for key in ("verdict", "what_was_wrong", "what_to_do"):
-                if value.get(key) is None:
-                    value[key] = ""
-                elif not isinstance(value[key], str):
-                    value[key] = json.dumps(value[key], ensure_ascii=False)
+            _text_fields(value, ("verdict", "what_was_wrong", "what_to_do"))
         return value
 
 
