@@ -1,0 +1,368 @@
+"""Law 0 in code: the checks that decide whether a result is backed by evidence.
+
+A model's verdict is an opinion; these functions are what the runtime believes instead:
+
+* **Values** (`answer_values`, `unsupported_values`): every concrete value of an answer (number,
+  path, identifier, name) must occur in the output of a successful tool call — minus what the
+  call's own command spelt out (`echo 42` proves nothing) — or in the user's goal.
+* **Workspace effects** (`snapshot`, `diff`, `copy_tree`): what really changed on disk around a
+  subtask, and a copy of the workspace as it was before, on which an independent check re-derives
+  the expected result from the original inputs.
+* **Agreement** (`agree`, `same_content`, `is_absence`): an independent re-derivation's output
+  compared with the answer (every value it printed is in the answer, and the answer offers no
+  competing data value) or with a file's real content.
+
+No I/O beyond reading (and copying) the workspace; no LLM, no bus.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+# Words that carry no value of their own in an answer ("there are 42 files in src").
+STOPWORDS = frozenset("""
+a an the and or but nor of to in on at by for from with without into onto over under about as is
+are was were be been being am do does did done has have had having it its it's this that these those
+there here their they them he she his her we our you your i me my not no yes none nothing only
+just also than then so such each every all any some both either neither one ones which who whom
+whose what when where why how total totals count counts number numbers value values result results
+answer answers file files line lines found find contains contain containing named called is:
+equal equals per item items entry entries word words row rows column columns field fields
+""".split())
+
+_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])")
+_SPLIT = re.compile(r"[^\w@.\-/:+%$~]+", re.UNICODE)
+_EDGE = ".,:;-/+%$~"
+_NUMBER = re.compile(r"^[+-]?\$?\d+(?:\.\d+)?%?$")
+_CAPITALISED = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z]+\b")
+
+
+def _canonical_number(token: str) -> Optional[float]:
+    if not _NUMBER.match(token):
+        return None
+    try:
+        return float(token.replace("$", "").rstrip("%"))
+    except ValueError:
+        return None
+
+
+def tokens(text: str) -> list[str]:
+    """Value tokens of a text, lower-cased: `1,234` → `1234`, `./a/b.txt` → `a/b.txt`,
+    trailing punctuation dropped. Dates, versions and paths stay whole."""
+    text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text or "")
+    out = []
+    for raw in _SPLIT.split(text):
+        tok = raw
+        while tok.startswith("./"):
+            tok = tok[2:]
+        tok = tok.rstrip(_EDGE).lstrip(_EDGE.replace("/", "").replace("$", "").replace("-", ""))
+        if tok.startswith("-") and _canonical_number(tok) is None:
+            tok = tok.lstrip("-")
+        if tok:
+            out.append(tok.lower())
+    return out
+
+
+def is_number(token: str) -> bool:
+    return _canonical_number(token) is not None
+
+
+def _decimals(token: str) -> int:
+    core = token.replace("$", "").rstrip("%")
+    return len(core.split(".")[1]) if "." in core else 0
+
+
+def number_matches(token: str, candidates: Iterable[float | str]) -> bool:
+    """`token` equals one of the numbers once the more precise of the two is rounded to the
+    other's decimals (an answer of 3.33 for an awk that printed 3.33333, and the reverse)."""
+    x = _canonical_number(token)
+    if x is None:
+        return False
+    dx = _decimals(token)
+    for cand in candidates:
+        y = _canonical_number(cand) if isinstance(cand, str) else cand
+        if y is None:
+            continue
+        dy = _decimals(cand) if isinstance(cand, str) else 0
+        if abs(x - y) < 1e-9:
+            return True
+        if dx and dx < dy and abs(round(y, dx) - x) < 10 ** -(dx + 3):
+            return True
+        if dy and dy < dx and abs(round(x, dy) - y) < 10 ** -(dy + 3):
+            return True
+        if dx and not isinstance(cand, str) and abs(round(y, dx) - x) < 10 ** -(dx + 3):
+            return True
+    return False
+
+
+@dataclass
+class Corpus:
+    """The tokens of a set of texts, for membership tests that understand numbers and paths."""
+    words: set[str] = field(default_factory=set)
+    numbers: list[str] = field(default_factory=list)
+    basenames: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> "Corpus":
+        corpus = cls()
+        for text in texts:
+            for tok in tokens(text):
+                corpus.add(tok)
+        return corpus
+
+    def add(self, tok: str) -> None:
+        self.words.add(tok)
+        if is_number(tok):
+            self.numbers.append(tok)
+        if "/" in tok:
+            base = tok.rsplit("/", 1)[1]
+            if base:
+                self.basenames.add(base)
+                self.words.add(base)
+
+    def __contains__(self, tok: str) -> bool:
+        if tok in self.words:
+            return True
+        if is_number(tok):
+            return number_matches(tok, self.numbers)
+        if "/" in tok:
+            base = tok.rsplit("/", 1)[1]
+            return base in self.words or base in self.basenames
+        return False
+
+
+def _is_value(tok: str, original_case: set[str]) -> bool:
+    """A token that states a concrete value: a number, a path or file name, an identifier, or a
+    capitalised name — not an ordinary word."""
+    if tok in STOPWORDS or len(tok) == 0:
+        return False
+    if is_number(tok) or any(ch.isdigit() for ch in tok):
+        return True
+    if any(ch in tok for ch in "./_@:") and len(tok) > 1:
+        return True
+    return tok in original_case
+
+
+def answer_values(answer: str) -> list[str]:
+    """The concrete values an answer states, in order, each once."""
+    capitalised = {m.group(0).lower() for m in _CAPITALISED.finditer(answer or "")}
+    out: list[str] = []
+    for tok in tokens(answer):
+        if _is_value(tok, capitalised) and tok not in out:
+            out.append(tok)
+    return out
+
+
+def strip_spelt_out(output: str, command: str) -> str:
+    """A tool output without the values its own command spelt out: `echo 42` or a here-doc
+    proves nothing about 42. (A value that is also data stays provable through other calls.)"""
+    spelt = {t for t in tokens(command) if _is_value(t, set())}
+    if not spelt:
+        return output
+    kept = [t for t in tokens(output) if t not in spelt]
+    return " ".join(kept)
+
+
+def unsupported_values(answer: str, outputs: Iterable[tuple[str, str]], goal: str) -> list[str]:
+    """Values of `answer` found neither in any (command, output) pair's output — less what that
+    command spelt out — nor in the user's goal: values from nowhere."""
+    corpus = Corpus.of(strip_spelt_out(out, cmd) for cmd, out in outputs)
+    goal_corpus = Corpus.of([goal])
+    return [v for v in answer_values(answer) if v not in corpus and v not in goal_corpus]
+
+
+# ---------------------------------------------------------------------------------------------
+# agreement with an independent re-derivation
+# ---------------------------------------------------------------------------------------------
+
+_ABSENCE_OUTPUT = re.compile(r"^\s*(\(no output\))?\s*$")
+
+
+def is_absence(output: str) -> bool:
+    """A derivation that printed nothing: the thing it looked for does not exist."""
+    return bool(_ABSENCE_OUTPUT.match(output or ""))
+
+
+@dataclass
+class Agreement:
+    agree: bool
+    reason: str
+
+
+def agree(answer: str, derived: str, *, goal: str = "", data: Iterable[str] = ()) -> Agreement:
+    """Does an independently derived output confirm `answer`?
+
+    Every value the derivation printed must be in the answer (numbers with rounding), and the
+    answer must not offer a competing candidate: a value of the same kind (number / word) that the
+    derivation did not print, that the goal did not name, but that occurs in the data (`data`: tool
+    outputs or input files) — the signature of a sprayed or near-match answer."""
+    derived_values = [t for t in tokens(derived) if t not in STOPWORDS]
+    if not derived_values:
+        return Agreement(False, "the independent check printed nothing")
+    answer_corpus = Corpus.of([answer])
+    missing = [v for v in derived_values if v not in answer_corpus]
+    if missing:
+        return Agreement(False, f"the independent check printed {', '.join(missing[:5])}, "
+                                f"which the answer does not state")
+    derived_corpus = Corpus.of([derived])
+    goal_corpus = Corpus.of([goal])
+    data_corpus = Corpus.of(data)
+    kinds = {is_number(v) for v in derived_values}
+    extra = [v for v in tokens(answer)
+             if v not in STOPWORDS and is_number(v) in kinds and v not in derived_corpus
+             and v not in goal_corpus and v in data_corpus]
+    if extra:
+        return Agreement(False, f"the answer also offers {', '.join(extra[:5])}, which the "
+                                f"independent check did not print")
+    return Agreement(True, "the independent check printed the same value(s)")
+
+
+def _content_lines(text: str) -> list[str]:
+    lines = [ln.rstrip() for ln in (text or "").replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def same_content(actual: str, expected: str) -> bool:
+    """A file's real content equals the derived content (trailing whitespace and final newlines
+    aside)."""
+    return _content_lines(actual) == _content_lines(expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# workspace snapshots
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FileState:
+    size: int
+    mtime_ns: int
+    digest: str            # sha256 of the content for files up to the hash limit, else ""
+
+
+SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".artoo-undo"})
+
+
+def _walk(root: str, max_files: int):
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            count += 1
+            if count > max_files:
+                return
+            yield os.path.join(dirpath, name)
+
+
+def snapshot(root: str, *, max_files: int = 5000, hash_max_bytes: int = 1 << 20
+             ) -> dict[str, FileState]:
+    """Relative path → (size, mtime, hash of small files) of the regular files under root."""
+    out: dict[str, FileState] = {}
+    for path in _walk(root, max_files):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        digest = ""
+        if st.st_size <= hash_max_bytes:
+            try:
+                with open(path, "rb") as fh:
+                    digest = hashlib.sha256(fh.read()).hexdigest()
+            except OSError:
+                digest = ""
+        out[os.path.relpath(path, root)] = FileState(st.st_size, st.st_mtime_ns, digest)
+    return out
+
+
+@dataclass
+class Changes:
+    created: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    @property
+    def touched(self) -> list[str]:
+        return self.created + self.modified
+
+    def describe(self) -> str:
+        parts = [f"{label}: {', '.join(paths[:10])}" for label, paths in
+                 (("created", self.created), ("modified", self.modified),
+                  ("deleted", self.deleted)) if paths]
+        return "; ".join(parts) or "no file changed"
+
+
+def diff(before: dict[str, FileState], after: dict[str, FileState]) -> Changes:
+    changes = Changes()
+    for path, state in after.items():
+        old = before.get(path)
+        if old is None:
+            changes.created.append(path)
+        elif (old.digest and state.digest and old.digest != state.digest) or \
+                old.size != state.size or (not old.digest and old.mtime_ns != state.mtime_ns):
+            changes.modified.append(path)
+    changes.deleted = [p for p in before if p not in after]
+    return changes
+
+
+def copy_tree(root: str, dest: str, *, max_bytes: int = 32 << 20, max_files: int = 5000) -> bool:
+    """Copy the workspace's regular files to `dest` (the state before a subtask, for the
+    independent check); False when it is too large to copy cheaply."""
+    total = 0
+    files = []
+    for path in _walk(root, max_files + 1):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if os.path.islink(path) or not os.path.isfile(path):
+            continue
+        total += st.st_size
+        files.append(path)
+        if total > max_bytes or len(files) > max_files:
+            return False
+    for path in files:
+        target = os.path.join(dest, os.path.relpath(path, root))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            shutil.copy2(path, target)
+        except OSError:
+            continue
+    return True
+
+
+def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: int = 40) -> str:
+    """What a step needs to know about the workspace before acting: the files (with sizes) and
+    the first lines of small text files, within `budget` characters."""
+    state = snapshot(root, max_files=max_listed + 1, hash_max_bytes=0)
+    if not state:
+        return "(the workspace is empty)"
+    paths = sorted(state)
+    lines = [f"{p} ({state[p].size} bytes)" for p in paths[:max_listed]]
+    if len(paths) > max_listed:
+        lines.append(f"... more files not listed")
+    text = "\n".join(lines)
+    for p in paths:
+        if len(text) >= budget or state[p].size > 256 << 10:
+            continue
+        try:
+            with open(os.path.join(root, p), "rb") as fh:
+                raw = fh.read(2048)
+        except OSError:
+            continue
+        if b"\x00" in raw:
+            continue
+        head = raw.decode("utf-8", "replace").splitlines()[:head_lines]
+        if not head:
+            continue
+        block = f"\n--- first lines of {p}:\n" + "\n".join(h[:160] for h in head)
+        if len(text) + len(block) > budget:
+            continue
+        text += block
+    return text

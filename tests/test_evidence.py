@@ -1,0 +1,93 @@
+"""Law 0 evidence checks (pure logic): provenance, agreement, workspace effects."""
+from __future__ import annotations
+
+import os
+
+from services.safety import evidence as ev
+
+
+def test_tokens_normalise_numbers_and_paths():
+    assert ev.tokens("There are 1,234 rows in ./data/a.csv.") == \
+        ["there", "are", "1234", "rows", "in", "data/a.csv"]
+    assert ev.tokens("total: $12.50, 42%") == ["total", "$12.50", "42"]
+    assert ev.number_matches("3.33", [3.33333]) and not ev.number_matches("3.4", [3.33333])
+    assert ev.number_matches("12.5", [12.50]) and ev.number_matches("42", [42.0])
+
+
+def test_answer_values_are_concrete_values_not_words():
+    vals = ev.answer_values("The person with the highest score is Alice, in scores.csv: 95 points")
+    assert "alice" in vals and "scores.csv" in vals and "95" in vals
+    assert "person" not in vals and "the" not in vals and "highest" not in vals
+
+
+def test_invented_value_is_unsupported():
+    outputs = [("cut -d, -f1 users.csv", "name\nbob\ncarol\n")]
+    assert ev.unsupported_values("The oldest user is Dave", outputs, "who is the oldest user?") \
+        == ["dave"]
+    assert ev.unsupported_values("Bob", outputs, "who is the oldest user?") == []
+
+
+def test_echoed_value_is_not_evidence():
+    # the date/echo shape: a value the command itself spelt out proves nothing
+    outputs = [("echo 2026-11-23", "2026-11-23"), ("date +%F", "2026-11-23")]
+    assert ev.unsupported_values("2026-11-23", outputs[:1], "sum the amounts") == ["2026-11-23"]
+    assert ev.unsupported_values("42", [("echo 42", "42")], "sum the amounts") == ["42"]
+    assert ev.unsupported_values("42", [("awk '{s+=$2} END {print s}' a.txt", "42")], "x") == []
+
+
+def test_goal_words_are_exempt():
+    assert ev.unsupported_values("report.txt has 7 lines", [("wc -l < report.txt", "7")],
+                                 "How many lines does report.txt have?") == []
+
+
+def test_agreement_rules():
+    assert ev.agree("42", "42\n").agree
+    assert ev.agree("There are 42 Python files", "42").agree
+    assert not ev.agree("43", "42").agree                             # wrong value
+    assert not ev.agree("a.txt", "a.txt\nc.txt").agree                # incomplete list
+    assert ev.agree("a.txt and c.txt", "./a.txt\n./c.txt").agree
+    assert ev.agree("3.33", "3.33333").agree                          # rounding
+    # sprayed: the answer offers a second data value the check did not print
+    assert not ev.agree("42 or maybe 43", "42", data=["x 42 43"]).agree
+    # a harmless extra word that is not data does not spoil agreement
+    assert ev.agree("Alice (95 points)", "Alice", data=["name,score\nAlice,95\nBob,80"]).agree
+    assert not ev.agree("Alice or Bob", "Alice", data=["Alice,95\nBob,80"]).agree
+    assert not ev.agree("anything", "").agree
+    assert ev.is_absence("") and ev.is_absence("(no output)\n") and not ev.is_absence("0")
+
+
+def test_same_content_ignores_trailing_whitespace_only():
+    assert ev.same_content("a\nb\n", "a\nb")
+    assert ev.same_content("a  \nb\n\n", "a\nb\n")
+    assert not ev.same_content("header\na\nb\n", "a\nb\n")
+    assert not ev.same_content("", "a")
+
+
+def test_snapshot_diff_and_copy(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "in.csv").write_text("a,b\n1,2\n")
+    (ws / "keep.txt").write_text("same")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "gone.txt").write_text("x")
+    before = ev.snapshot(str(ws))
+    copy = tmp_path / "copy"
+    assert ev.copy_tree(str(ws), str(copy))
+    (ws / "out.txt").write_text("new")
+    (ws / "in.csv").write_text("a,b\n1,3\n")            # same size, other content
+    os.unlink(ws / "sub" / "gone.txt")
+    changes = ev.diff(before, ev.snapshot(str(ws)))
+    assert changes.created == ["out.txt"]
+    assert changes.modified == ["in.csv"]
+    assert changes.deleted == ["sub/gone.txt"]
+    assert (copy / "in.csv").read_text() == "a,b\n1,2\n" and (copy / "sub" / "gone.txt").exists()
+    assert not ev.copy_tree(str(ws), str(tmp_path / "c2"), max_bytes=4)
+
+
+def test_overview_lists_files_and_heads(tmp_path):
+    (tmp_path / "data.csv").write_text("name,age\nann,31\nbob,40\ncid,22\n")
+    (tmp_path / "bin").write_bytes(b"\x00\x01")
+    text = ev.overview(str(tmp_path))
+    assert "data.csv (" in text and "name,age" in text and "cid,22" not in text
+    assert "first lines of bin" not in text
+    assert ev.overview(str(tmp_path / "nope")) == "(the workspace is empty)"
