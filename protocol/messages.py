@@ -49,6 +49,7 @@ class CriterionVerdict(Body):
     verdict: Literal["pass", "fail"]
     failure_class: FailureClass = ""
     evidence: str = ""
+    checked: bool = False                 # Law 0: the evidence was checked by code, not a model
     # For GGS's trajectory weighting k/N: in how many of the N scored attempts this criterion failed.
     failed_attempts: int = 0
     attempts: int = 0
@@ -245,6 +246,7 @@ class SubTask(Body):
     blocked_targets: list[str] = Field(default_factory=list)
     deadline_at: float = 0.0
     options: RunOptions = Field(default_factory=RunOptions)
+    goal: str = ""                        # the user's own words, when this subtask is the goal
 
 
 class DispatchManifest(Body):
@@ -296,7 +298,7 @@ class ExecutionResult(Body):
     task_id: str
     subtask_id: str
     attempt: int = 1
-    status: Literal["completed", "uncertain", "failed"]
+    status: Literal["completed", "uncertain", "failed", "not_possible"]
     output: Any = None
     uncertainty: Optional[str] = None
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
@@ -345,6 +347,13 @@ class SubTaskOutcome(Body):
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     plan_round: int = 0
     sequence: int = 1
+    # Law 0: what code checked. verified = every criterion backed by code-checked evidence;
+    # not_possible = the executor and an independent check agree the thing asked for is absent.
+    verified: bool = False
+    not_possible: bool = False
+    answer: str = ""                      # the answer in plain words (no appended tool output)
+    checks: list[str] = Field(default_factory=list)       # what code checked, one line each
+    unverified: list[str] = Field(default_factory=list)   # what could not be checked, and why
 
 
 # ----------------------------------------------------------------------------------------------
@@ -394,9 +403,20 @@ class PlanDirective(Body):
     replan_round: int = 0
 
 
+Outcome = Literal["verified", "unverified", "not_possible", "abandoned"]
+
+
 class FinalResult(Body):
+    """The one result of a task. `status` is the honest outcome (Law 0): done and verified by
+    code, done but unverified (`unverified` says what could not be checked), not possible (with
+    the evidence), or abandoned. `directive` is GGS's terminal macro-state."""
     task_id: str
     intent_slug: str = ""
+    status: Outcome = "abandoned"
+    verified: bool = False
+    answer: str = ""
+    checks: list[str] = Field(default_factory=list)
+    unverified: list[str] = Field(default_factory=list)
     directive: Terminal
     prev_directive: str = "init"
     summary: str

@@ -11,6 +11,14 @@ or the criterion, is not met; permission / not-found / network / timeout / [LAW1
 a failed criterion to environmental (never the reverse). Each attempt adds a gap-trajectory point;
 the outcome's criteria_verdicts count failed_attempts/attempts so GGS can weight plausible criteria
 by k/N.
+
+Law 0 (`verifier.Verifier`): a model's "met" is never enough. Once the opinion (remote backends
+only; the bundled model's opinion proved worthless as evidence, so it is not asked) finds every
+criterion met, code checks the result: invented values, the files the goal asks for, agreement
+with an independent re-derivation. Only code-checked criteria are `checked`; the outcome is
+`verified`, unverified (with the reason), `not_possible` (the executor and the independent check
+agree the thing is absent: no retry), or a correction that shows both outputs. A verdict whose
+own fields disagree (met, with a stated defect) is not met.
 """
 from __future__ import annotations
 
@@ -31,6 +39,8 @@ from . import tasklog
 from .law1 import LAW1
 from .llm import LLMError
 from .tools import head_tail
+from .safety import evidence as values
+from .verifier import Law0Report, Verifier, answer_text
 
 log = logging.getLogger("artoo.agentval")
 
@@ -121,35 +131,6 @@ Reply with JSON only: {"criteria":[{"criterion":"...","met":true,"evidence":"...
 evidence: words copied from the tool record that proves or disproves the criterion."""
 
 
-# The bundled 1.5B model (LLMClient.local): compact, with the evidence rules it got wrong spelt out
-# (a delete "proved" by reading the file).
-_LOCAL_SYSTEM = """You are the Agent-Validator of artoo. For each success criterion, decide from the tool records whether it is met.
-Rules:
-- Tool records are ground truth. The executor's output is only a claim: never use it as evidence.
-- An action is met only when a record shows that action succeeded: a write by write_file or a shell command writing the file, a delete by rm, a count by the command that counted. Reading or listing a file does not prove it was changed or deleted.
-- A record with ERROR or [LAW1] means that action did not happen.
-- evidence: the exact words of a tool output that prove or disprove the criterion (a file name, a number, a line), never the criterion itself.
-- failure_class for an unmet criterion: "environmental" (permission, missing file or command, network, timeout, [LAW1]) or "logical".
-- verdict: "matched" if all are met, "retry" if another attempt could fix it, "failed" if it cannot be done."""
-
-
-class LocalJudgement(BaseModel):
-    """The local backend's reply shape: every field required, evidence before the decision, so
-    the server's grammar makes the small model judge each criterion (it otherwise answered a bare
-    {"verdict": "matched"}). Lengths and counts are bounded in the grammar too: unbounded, it
-    invented criteria and quoted whole listings until max_tokens cut the JSON (a 116 s call)."""
-    evidence: str = Field(max_length=160)      # (no criterion text: it garbled it; by order)
-    met: bool
-    failure_class: Literal["", "logical", "environmental"]
-
-
-class LocalValidatorReply(BaseModel):
-    criteria: list[LocalJudgement] = Field(min_length=1, max_length=3)  # the local plan has ≤ 3
-    verdict: Literal["matched", "retry", "failed"]
-    what_was_wrong: str = Field(max_length=200)
-    what_to_do: str = Field(max_length=200)
-
-
 @dataclass
 class Judgement:
     kind: str                                   # matched / retry / failed
@@ -160,8 +141,11 @@ class Judgement:
 class AgentValidator:
     """R4a for one subtask (all its attempts)."""
 
-    def __init__(self, subtask: SubTask, llm, settings: Settings):
+    def __init__(self, subtask: SubTask, llm, settings: Settings,
+                 verifier: Optional[Verifier] = None):
         self.subtask = subtask
+        self.verifier = verifier
+        self.revealed = False          # a correction showed the independent check's output
         self.llm = llm
         self.settings = settings
         self.criteria: list[Criterion] = list(subtask.success_criteria) or [
@@ -174,6 +158,9 @@ class AgentValidator:
         self.trajectory: list[GapTrajectoryPoint] = []
         self.last_output: Any = None
         self.task_id = subtask.parent_task_id
+        self.law0: Optional[Law0Report] = None
+        # With an independent checker on the bundled model, code alone decides (no opinion call)
+        self.code_only = local and verifier is not None
 
     # -- prompt -------------------------------------------------------------------------------
     def user_prompt(self, result: ExecutionResult) -> str:
@@ -183,12 +170,7 @@ class AgentValidator:
         claim = result.output if isinstance(result.output, str) else json.dumps(
             result.output, ensure_ascii=False, default=str)
         lines.append(f"Executor status: {result.status}")
-        if self.local and self.records:
-            # the small model copies the claim as "evidence" (code rejects that, costing an
-            # attempt): with tool records to judge, it does not see the claim at all
-            pass
-        else:
-            lines.append(f"Executor output (a claim): {head_tail(claim or '(none)', 1500)}")
+        lines.append(f"Executor output (a claim): {head_tail(claim or '(none)', 1500)}")
         if result.uncertainty:
             lines.append(f"Executor uncertainty: {result.uncertainty}")
         if not self.records:
@@ -202,10 +184,6 @@ class AgentValidator:
                 lines.append(f"#{i} (attempt {attempt}) {rec.tool} {target} → {status}")
                 if rec.output and rec.output != rec.error:
                     lines.append(head_tail(rec.output, per))
-        if self.local:
-            lines.append(f"Judge the {len(self.criteria)} criteria in order. evidence: copy the "
-                         f"exact words of the tool output above that prove or disprove it, not "
-                         f"the criterion.")
         return "\n".join(lines)
 
     # -- judging ------------------------------------------------------------------------------
@@ -215,22 +193,30 @@ class AgentValidator:
         self.last_output = result.output
         reply: Optional[ValidatorReply] = None
         infra_error = ""
-        if result.status != "failed":            # failed → failed outcome, no scoring call
+        # failed → failed outcome, no scoring call; on the bundled model code alone decides
+        if result.status not in ("failed", "not_possible") and not self.code_only:
             try:
-                if self.local:
-                    local = self.llm.complete_json(LocalValidatorReply, _LOCAL_SYSTEM,
-                                                   self.user_prompt(result), task_id=self.task_id)
-                    reply = ValidatorReply.model_validate(local.model_dump())
-                    for judgement, criterion in zip(reply.criteria, self.criteria):
-                        judgement.criterion = criterion.text   # one judgement per criterion
-                else:
-                    reply = self.llm.complete_json(ValidatorReply, _SYSTEM,
-                                                   self.user_prompt(result), task_id=self.task_id)
+                reply = self.llm.complete_json(ValidatorReply, _SYSTEM,
+                                               self.user_prompt(result), task_id=self.task_id)
             except LLMError as exc:
                 infra_error = f"scoring error: {exc}"
             except Exception as exc:  # never silence
                 infra_error = f"scoring error: {type(exc).__name__}: {exc}"
         verdicts = self._verdicts(result, reply, infra_error)
+        law0: Optional[Law0Report] = None
+        if self.verifier is not None and result.status != "failed" and not infra_error and \
+                all(v.verdict == "pass" for v in verdicts):
+            try:
+                law0 = self.verifier.check(result, [r for _, r in self.records],
+                                           current=list(result.tool_calls),
+                                           revealed=self.revealed)
+            except Exception as exc:  # a checker bug: honest "unverified", never a crash
+                log.exception("Law 0 check failed")
+                law0 = Law0Report("unverified", f"the code checks failed: {exc}",
+                                  unverified=[f"the code checks failed: {exc}"],
+                                  answer=answer_text(result.output))
+            verdicts = _apply_law0(verdicts, law0)
+        self.law0 = law0
         self.attempt_verdicts.append(verdicts)
         unmet = [v for v in verdicts if v.verdict == "fail"]
         classes = {v.failure_class for v in unmet}
@@ -247,6 +233,8 @@ class AgentValidator:
         denials = [r for _, r in self.records if r.law1 and _operator_denied(r)]
         if not unmet:
             return self._final("matched", None)
+        if law0 is not None and law0.kind == "not_possible":
+            return self._final("failed", f"not possible: {law0.evidence}")
         if result.status == "failed":
             return self._final("failed", f"executor failed: {result.uncertainty or result.output}")
         if infra_error:
@@ -260,20 +248,33 @@ class AgentValidator:
             return self._final("failed", f"validator: {reply.what_was_wrong or 'cannot be done'}")
         if attempt < self.max_attempts:
             first = unmet[0]
+            wrong = (law0.what_was_wrong if law0 is not None and law0.kind == "failed" else
+                     reply.what_was_wrong if reply and reply.what_was_wrong else
+                     f"not met: {first.criterion} ({first.evidence})")
+            todo = (law0.what_to_do if law0 is not None and law0.kind == "failed" else
+                    reply.what_to_do if reply and reply.what_to_do else
+                    "use a different approach and prove each criterion with a tool call")
+            if law0 is not None and law0.disagreement:
+                self.revealed = True
             correction = CorrectionSignal(
                 task_id=self.task_id, subtask_id=self.subtask.subtask_id, attempt_number=attempt,
                 failed_criterion=first.criterion, failure_class=first.failure_class,
-                what_was_wrong=(reply.what_was_wrong if reply and reply.what_was_wrong
-                                else f"not met: {first.criterion} ({first.evidence})"),
-                what_to_do=(reply.what_to_do if reply and reply.what_to_do
-                            else "use a different approach and prove each criterion with a "
-                                 "tool call"))
+                what_was_wrong=wrong, what_to_do=todo)
             tasklog.append(self.settings.tasks_dir, self.task_id, "correction",
                            subtask_id=self.subtask.subtask_id, attempt=attempt,
                            what_was_wrong=correction.what_was_wrong,
                            what_to_do=correction.what_to_do)
             return Judgement("retry", correction=correction)
-        last_issue = (reply.what_was_wrong if reply and reply.what_was_wrong
+        if law0 is not None and law0.disagreement:
+            # The answer may be right and the independent check wrong: done, but not verified.
+            self.attempt_verdicts[-1] = [v.model_copy(update={
+                "verdict": "pass", "failure_class": "", "checked": False,
+                "evidence": f"unverified: {law0.evidence}"[:500]}) for v in verdicts]
+            law0.kind = "unverified"
+            law0.unverified.append(law0.evidence)
+            return self._final("matched", None)
+        last_issue = (law0.evidence if law0 is not None and law0.kind == "failed" else
+                      reply.what_was_wrong if reply and reply.what_was_wrong
                       else f"not met: {unmet[0].criterion}")
         return self._final("failed", f"max retries ({self.max_attempts}) reached; last issue: "
                                      f"{last_issue}")
@@ -301,11 +302,23 @@ class AgentValidator:
                 klass = "environmental" if _INFRA.search(evidence) else ""
             elif infra_error:
                 met, evidence, klass = False, infra_error, "environmental"
+            elif j is None and self.code_only:
+                out.append(CriterionVerdict(criterion=crit.text, mode=crit.mode, verdict="pass",
+                                            evidence="(decided by the code checks)"))
+                continue
             elif j is None:
                 met, evidence, klass = False, "not judged by the validator", "logical"
             else:
                 met, evidence = j.met, j.evidence
                 klass = j.failure_class.strip().lower()
+                if met and (defect := _stated_defect(reply)):
+                    met, klass = False, "logical"
+                    evidence = (f"self-contradicting verdict: met, but the validator itself says "
+                                f"{defect[:200]!r}")
+                elif met and (missing := _evidence_lacks_value(evidence, result, ok_records)):
+                    met, klass = False, "logical"
+                    evidence = (f"the evidence given ({str(evidence)[:120]!r}) contains none of "
+                                f"the claimed values ({missing})")
             if met and crit.mode == "verifiable" and not ok_records:
                 met = False
                 evidence = ("no successful tool call supports this; the executor's claim alone "
@@ -364,10 +377,22 @@ class AgentValidator:
             failure_reason=reason if status == "failed" else None,
             gap_trajectory=list(self.trajectory), criteria_verdicts=verdicts,
             tool_calls=[r for _, r in self.records], plan_round=self.subtask.plan_round,
-            sequence=self.subtask.sequence)
+            sequence=self.subtask.sequence, answer=answer_text(self.last_output))
+        law0 = self.law0
+        if law0 is not None:
+            outcome.answer = law0.answer or outcome.answer
+            outcome.checks = list(law0.checks)
+            outcome.unverified = list(law0.unverified)
+            outcome.not_possible = status == "failed" and law0.kind == "not_possible"
+            outcome.verified = (status == "matched" and law0.kind == "verified") or \
+                outcome.not_possible
+        elif status == "matched":
+            outcome.unverified = ["no code check ran (no independent checker)"]
         tasklog.append(self.settings.tasks_dir, self.task_id, "subtask_end",
                        subtask_id=self.subtask.subtask_id, status=status,
-                       failure_reason=outcome.failure_reason, attempts=n)
+                       failure_reason=outcome.failure_reason, attempts=n,
+                       verified=outcome.verified, not_possible=outcome.not_possible,
+                       checks=outcome.checks, unverified=outcome.unverified)
         return Judgement(status, outcome=outcome)
 
     def deadline_outcome(self, records: list[ToolCallRecord], reason: str) -> SubTaskOutcome:
@@ -388,6 +413,46 @@ class AgentValidator:
             failure_reason=reason, gap_trajectory=list(self.trajectory),
             criteria_verdicts=verdicts, tool_calls=[r for _, r in self.records] + extra,
             plan_round=self.subtask.plan_round, sequence=self.subtask.sequence)
+
+
+def _apply_law0(verdicts: list[CriterionVerdict], law0: Law0Report) -> list[CriterionVerdict]:
+    """The verdicts once code has checked the result: code-checked evidence replaces opinion."""
+    ev_text = law0.evidence[:500]
+    if law0.kind == "verified":
+        return [v.model_copy(update={"verdict": "pass", "failure_class": "", "checked": True,
+                                     "evidence": ev_text}) for v in verdicts]
+    if law0.kind == "unverified":
+        return [v.model_copy(update={"checked": False,
+                                     "evidence": f"unverified: {ev_text}"[:500]})
+                for v in verdicts]
+    klass = "environmental" if law0.kind == "not_possible" else "logical"
+    return [v.model_copy(update={"verdict": "fail", "failure_class": klass, "checked": True,
+                                 "evidence": ev_text}) for v in verdicts]
+
+
+_NO_DEFECT = re.compile(r"^\W*(none|n/?a|nothing|no issues?|no problems?|-|null|"
+                        r"nothing was wrong|all criteria (are |were )?met)\W*$", re.I)
+
+
+def _stated_defect(reply: Optional[ValidatorReply]) -> str:
+    """The defect a reply states about itself (what_was_wrong), if it states one."""
+    text = (reply.what_was_wrong if reply else "").strip()
+    return "" if not text or _NO_DEFECT.match(text) else text
+
+
+def _evidence_lacks_value(text: str, result: ExecutionResult,
+                          records: list[ToolCallRecord]) -> str:
+    """Evidence for a claimed answer that contains none of its values and cites no record:
+    returns the values it lacks, or ""."""
+    claimed = values.answer_values(answer_text(result.output))
+    if not claimed or not (text or "").strip():
+        return ""
+    if any(v in values.Corpus.of([text]) for v in claimed):
+        return ""
+    quoted = _norm(text)
+    if len(quoted) >= 8 and any(quoted in _norm(f"{r.target} {r.output}") for r in records):
+        return ""
+    return ", ".join(claimed[:3])
 
 
 def _operator_denied(record: ToolCallRecord) -> bool:

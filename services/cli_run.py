@@ -5,9 +5,10 @@ UserRequest (acknowledged by the perceiver), watches every message of that run, 
 its own runs' FinalResult, ClarificationRequest, ConversationalReply and ApprovalRequest.
 
 A run ends with exactly one of: a FinalResult (from GGS) or a ConversationalReply (the perceiver's
-greeting fast path; then there is no TaskSpec and no FinalResult). Exit codes: 0 accept/success or a
-conversational reply, 1 abandon (including a cancelled run) or no result, 2 usage/configuration
-errors such as an unreachable daemon. Ctrl+C publishes TaskCancel (repeated until the FinalResult
+greeting fast path; then there is no TaskSpec and no FinalResult). Exit codes (EXIT_CODES): 0 done
+and verified (or a conversational reply), 3 done but not verified, 4 not possible, 1 abandoned
+(including a cancelled run) or no result, 2 usage/configuration errors such as an unreachable
+daemon. Ctrl+C publishes TaskCancel (repeated until the FinalResult
 arrives), which every role and the spawner act on; GGS then delivers the abandon FinalResult.
 """
 from __future__ import annotations
@@ -281,16 +282,23 @@ class RunSession:
                            highlight=False)
 
 
+EXIT_CODES = {"verified": 0, "abandoned": 1, "unverified": 3, "not_possible": 4}
+
+
 def exit_code(final) -> int:
     if final is None:
         return 1
     if isinstance(final, ConversationalReply):
         return 0
-    return 0 if final.directive in ("accept", "success") else 1
+    return EXIT_CODES.get(final.status, 1)
 
 
-def terminal_json(final) -> str:
-    return json.dumps(final.model_dump(mode="json"), ensure_ascii=False, default=str)
+def terminal_json(final, usage: list[dict] | None = None) -> str:
+    """The FinalResult for scripts, with the run's cost (calls, tokens, seconds per role)."""
+    body = final.model_dump(mode="json")
+    if usage is not None:
+        body["cost"] = render.cost_summary(usage)
+    return json.dumps(body, ensure_ascii=False, default=str)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,7 +347,7 @@ def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
             _fail(err, f"no result for {rid} (deadline passed or cancel unanswered); see "
                        f"{tasklog.log_path(settings.tasks_dir, rid)}", 1)
         if as_json:
-            click.echo(terminal_json(final))
+            click.echo(terminal_json(final, session.usage_of(rid)))
         else:
             session.report(rid, final)
         code = exit_code(final)

@@ -34,6 +34,7 @@ from .agentval import AgentValidator, Judgement
 from .executor import Executor
 from .llm import LLMClient, LLMError
 from .tools import Toolbox
+from .verifier import Verifier
 
 log = logging.getLogger("artoo.effector")
 
@@ -165,6 +166,8 @@ class Effector:
     # -- main loop ----------------------------------------------------------------------------
     def run(self) -> int:
         self.arm_deadline()
+        if self.validator.verifier is not None:
+            self.validator.verifier.start()      # the workspace before the first tool call
         attempt, correction = 1, None
         while self.outcome is None:
             result = self.executor.run_attempt(attempt, correction)
@@ -191,9 +194,11 @@ class Effector:
 
 
 def build_llms(settings: Settings) -> dict[str, LLMClient]:
-    """The two LLM clients of an effector (built once in the spawner's zygote when possible)."""
+    """The LLM clients of an effector (built once in the spawner's zygote when possible): R3,
+    R4a, and R4a's independent checker (its own role name, so its cost shows apart)."""
     return {"executor": LLMClient.for_role("executor", settings),
-            "agentval": LLMClient.for_role("agentval", settings)}
+            "agentval": LLMClient.for_role("agentval", settings),
+            "verifier": LLMClient.for_role("verifier", settings)}
 
 
 def run_effector(subtask: SubTask, settings: Settings | None = None, *,
@@ -211,15 +216,18 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
         llms = llms or build_llms(settings)
     except Exception as exc:  # LLMError or a broken configuration
         llm_error = f"no LLM available for the effector: {exc}"
-        llms = {"executor": None, "agentval": None}
+        llms = {"executor": None, "agentval": None, "verifier": None}
     if llms["executor"] is not None:
         llms["executor"].bus = client
         llms["agentval"].bus = RoleBus(client, "agentval")
+        if llms.get("verifier") is not None:
+            llms["verifier"].bus = RoleBus(client, "agentval")
     gate = law1.ApprovalGate(client, subtask, settings, deadline_at=deadline_at)
     toolbox = Toolbox(settings, approve=gate.ask, undo=law1.UndoStore(settings, task_id),
                       subtask_id=sid)
     executor = Executor(subtask, llms["executor"], toolbox, settings)
-    validator = AgentValidator(subtask, llms["agentval"], settings)
+    verifier = Verifier(subtask, llms["verifier"], settings) if llms.get("verifier") else None
+    validator = AgentValidator(subtask, llms["agentval"], settings, verifier=verifier)
     effector = Effector(subtask, settings, client, executor, validator, deadline_at=deadline_at,
                         exit_on_deadline=exit_on_deadline)
     effector.register()
@@ -248,6 +256,8 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
             effector.acked.wait(min(5.0, settings.effector_ack_wait_s))
         return EXIT_CRASHED
     finally:
+        if verifier is not None:
+            verifier.close()
         client.stop(drain_s=0.2)
 
 

@@ -1,7 +1,9 @@
 """R3 Executor (seeds/000 §5, §6; Go digest §2.4): carries out one subtask with tools.
 
 One attempt = at most `executor_max_turns` LLM turns, one tool call per turn. Each turn the LLM sees
-the subtask, today's date, the workspace, any correction from R4a, and the calls made so far with
+the subtask (and the user's own words when it is the whole goal), an overview of the workspace's
+files taken at the start, today's date only when the goal speaks of time (a model copies a date
+it sees into commands and answers), any correction from R4a, and the calls made so far with
 their results (each cut to `tool_output_chars` characters, head third + tail two thirds, with a
 marker). The duplicate-call guard works on the structured call itself: the same call twice in a
 row is not executed (the model is told so), a third time ends the attempt. Every tool result is a
@@ -22,6 +24,7 @@ from protocol.settings import Settings
 
 from . import tasklog
 from .llm import LLMError
+from .safety import evidence
 from .tools import TOOL_SPECS, Toolbox, head_tail
 
 log = logging.getLogger("artoo.executor")
@@ -42,7 +45,7 @@ class ExecutorStep(BaseModel):
     root: Optional[str] = None
     glob: Optional[str] = None
     query: Optional[str] = None
-    status: Literal["completed", "uncertain", "failed"] = "completed"
+    status: Literal["completed", "uncertain", "failed", "not_possible"] = "completed"
     output: Any = None
     uncertainty: Optional[str] = None
 
@@ -77,8 +80,11 @@ class ExecutorStep(BaseModel):
         status = str(value.get("status") or "completed").strip().lower()
         value["status"] = {"complete": "completed", "done": "completed", "success": "completed",
                            "ok": "completed", "error": "failed", "failure": "failed",
-                           "unsure": "uncertain", "partial": "uncertain"}.get(status, status)
-        if value["status"] not in ("completed", "uncertain", "failed"):
+                           "unsure": "uncertain", "partial": "uncertain",
+                           "impossible": "not_possible", "not possible": "not_possible",
+                           "not_found": "not_possible", "not found": "not_possible",
+                           "does_not_exist": "not_possible"}.get(status, status)
+        if value["status"] not in ("completed", "uncertain", "failed", "not_possible"):
             value["status"] = "uncertain"
         return value
 
@@ -129,6 +135,7 @@ Workspace (your working directory; create files here): {workspace}
 Reply with exactly one JSON object, no prose. Tools:
 {tools}
 Final answer: {{"action":"result","status":"completed","output":<the answer or data>,"uncertainty":null}}
+If what the task asks about does not exist: {{"action":"result","status":"not_possible","output":"<what does not exist>"}}
 Rules:
 - Never invent tool output; the answer must come from tool results shown to you.
 - Give the result as soon as the success criteria are met. status: completed = criteria met; failed = a tool error you cannot work around; uncertain = genuinely unclear.
@@ -142,16 +149,19 @@ _LOCAL_SYSTEM = """You are the Executor of artoo. Do ONE subtask with tools: one
 Workspace (the current directory): {workspace}
 Tools:
 {tools}
-When done: {{"action":"result","status":"completed","output":"<the answer, copied from the tool output>"}}
+When done: {{"action":"result","status":"completed","output":"<only the answer: the value(s) asked for, copied from a tool output>"}}
+If what the task asks about does not exist (no such file, name, key or column): {{"action":"result","status":"not_possible","output":"<what does not exist>"}}
 Rules:
+- Use the real file names, columns and formats shown in the workspace files below.
 - Prefer one shell command that does every step and prints proof, for example:
   {{"action":"tool","tool":"shell","command":"echo hello > a.txt && cat a.txt && ls"}}
   {{"action":"tool","tool":"shell","command":"find src -type f -name '*.txt' | wc -l"}}
-  {{"action":"tool","tool":"shell","command":"grep -n 'name' config.ini"}}
+  {{"action":"tool","tool":"shell","command":"awk -F, 'NR>1 && $2==\"x\" {{n++}} END {{print n+0}}' data.csv"}}
+- Match names, keys and words exactly (grep -w, awk field equality), never a similar one.
 - To delete a file, run rm with shell (the operator approves it). Reading a file does not delete it.
 - Only say completed when a tool output above shows the work is done. failed = a tool error you cannot fix.
 - If a tool result says the action was refused, report that; do not try another way around it.
-- output: the concrete answer (the number, the value, the file names), not a restatement of the task."""
+- output: only the concrete answer (the number, the value, the file names), not a restatement of the task."""
 LOCAL_OUTPUT_CHARS = 1000
 LOCAL_TOOLS = ("shell", "read_file", "write_file")
 
@@ -172,6 +182,7 @@ class Executor:
         self.max_turns = settings.executor_max_turns
         self.history: list[ToolCallRecord] = []        # every call of every attempt
         self.task_id = subtask.parent_task_id
+        self._overview: Optional[str] = None
 
     # -- prompts ------------------------------------------------------------------------------
     def system_prompt(self) -> str:
@@ -188,12 +199,17 @@ class Executor:
     def user_prompt(self, correction: Optional[CorrectionSignal], calls: list[ToolCallRecord],
                     notes: list[str]) -> str:
         st = self.subtask
-        lines = [f"Today's date: {time.strftime('%Y-%m-%d (%A)')}",
-                 f"Subtask: {st.intent}"]
-        if st.success_criteria and self.local:
-            lines.append("Success criteria (each must be shown by a tool output before the "
-                         "result):")
-        elif st.success_criteria:
+        lines = []
+        if evidence.mentions_time(f"{st.goal} {st.intent} {st.context}"):
+            lines.append(f"Today's date: {time.strftime('%Y-%m-%d (%A)')}")
+        if st.goal and " ".join(st.goal.split()) != " ".join(st.intent.split()):
+            lines.append(f"Goal (the user's words): {st.goal}")
+        lines.append(f"Subtask: {st.intent}")
+        if self._overview is None:     # taken once: the prompt's prefix stays byte-stable
+            self._overview = evidence.overview(self.toolbox.workspace,
+                                               budget=self.output_chars)
+        lines.append(f"Workspace files (at the start):\n{self._overview}")
+        if st.success_criteria and not self.local:   # local: the goal's own words say it
             lines.append("Success criteria:")
             lines += [f"{i}. {c.text}" for i, c in enumerate(st.success_criteria, 1)]
         if st.context:
@@ -288,11 +304,6 @@ class Executor:
                 if output in (None, "") and calls:
                     output = calls[-1].output
                 status = step.status
-                if self.local and calls and calls[-1].output and not calls[-1].error:
-                    # the small model's claim may be garbled: the answer shown to the user keeps
-                    # the tool output it was read from next to it
-                    output = f"{render_claim(output)}\n[last tool output] " \
-                             f"{head_tail(calls[-1].output.strip(), 300)}"
                 if self.local and status == "failed" and not any(c.error for c in calls):
                     # The small model says "failed" after clean tool runs it misread; let R4a
                     # judge the records instead of ending the subtask on that word.

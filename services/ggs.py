@@ -256,7 +256,15 @@ class Solver:
         if scored is None:
             return
         st, res = scored
-        if res.directive in loss.ACTION_STATES:
+        absent = [o for o in msg.outcomes if o.not_possible]
+        if absent:
+            # Law 0: the executor and an independent check agree the thing asked for does not
+            # exist; replanning cannot create it. The task ends as "not possible", with why.
+            why = "; ".join(o.failure_reason or o.answer for o in absent)
+            self.finish(st, "abandon", res, f"Not possible: {why.removeprefix('not possible: ')}",
+                        self.partial_output(st), msg.outcomes, msg.gap_summary,
+                        reason="not_possible", status="not_possible")
+        elif res.directive in loss.ACTION_STATES:
             self.direct(st, res, msg)
         elif res.directive == "success":
             self.finish(st, "success", res, self.success_summary(st, res, msg),
@@ -369,9 +377,12 @@ class Solver:
 
     def finish(self, st: TaskState, directive: str, res: RoundResult | None, summary: str,
                output: Any, outcomes: list[SubTaskOutcome], gap: str,
-               reason: str = "") -> None:
+               reason: str = "", status: str = "") -> None:
         """Deliver the task's one FinalResult (after its terminal Megram) and drop its state."""
         now = self.clock()
+        honest = law0_outcome(directive, outcomes, output, status)
+        if honest["status"] == "unverified" and honest["unverified"]:
+            summary += " Not verified: " + "; ".join(honest["unverified"][:3]) + "."
         megrams: list[Megram] = []
         if res is not None:   # only rounds the loss judged teach memory anything (Law 0)
             content = loss.terminal_content(directive, outcomes, gap or summary)
@@ -380,7 +391,7 @@ class Solver:
             summary += " [LAW1] refused: " + "; ".join(st.law1) + "."
         traj = st.trajectory
         final = FinalResult(
-            task_id=st.task_id, intent_slug=st.intent_slug, directive=directive,
+            task_id=st.task_id, intent_slug=st.intent_slug, directive=directive, **honest,
             prev_directive=res.prev_directive if res else traj.prev_directive,
             summary=summary, output=output, loss=res.loss if res else st.last_loss,
             grad_l=res.grad if res else st.last_grad, replans=traj.directives,
@@ -470,6 +481,34 @@ class Solver:
     @staticmethod
     def partial_output(st: TaskState) -> Any:
         return loss.merge_outputs(list(st.best_outputs.values()))
+
+
+def law0_outcome(directive: str, outcomes: list[SubTaskOutcome], output: Any,
+                 status: str = "") -> dict:
+    """The honest outcome of a terminal round (Law 0): verified only when every matched subtask
+    was verified by code and none failed; not possible when an absence was verified."""
+    checks = [c for o in outcomes for c in o.checks][:20]
+    if status == "not_possible":
+        absent = [o for o in outcomes if o.not_possible]
+        return {"status": "not_possible", "verified": True, "checks": checks, "unverified": [],
+                "answer": "; ".join(o.failure_reason or o.answer for o in absent)[:2000]}
+    if directive not in ("accept", "success"):
+        return {"status": "abandoned", "verified": False, "checks": checks, "unverified": [],
+                "answer": ""}
+    matched = [o for o in outcomes if o.status == "matched"]
+    unverified = [u for o in matched for u in (o.unverified or
+                                               ([] if o.verified else ["not checked by code"]))]
+    unverified += [f"{o.intent or o.subtask_id} failed: {o.failure_reason or 'failed'}"
+                   for o in outcomes if o.status == "failed"]
+    verified = bool(matched) and not unverified
+    if len(matched) == 1 and matched[0].answer:
+        answer = matched[0].answer
+    else:
+        answer = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,
+                                                                   default=str)
+    return {"status": "verified" if verified else "unverified", "verified": verified,
+            "checks": checks, "unverified": list(dict.fromkeys(unverified))[:10],
+            "answer": (answer or "")[:4000]}
 
 
 def setup(client: BusClient, settings: Settings) -> Solver:

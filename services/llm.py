@@ -38,7 +38,7 @@ ROLE_TIERS = {"perceiver": "BRAIN", "planner": "BRAIN", "metaval": "BRAIN",
               "executor": "TOOL", "agentval": "TOOL", "memory": "TOOL", "dreamer": "TOOL"}
 JSON_MODES = ("json_schema", "json_object_schema", "json_object", "none")
 LOCAL_MAX_TOKENS = 384     # default completion budget per call on the bundled local model
-LOCAL_TEMPERATURE = 0.1
+LOCAL_TEMPERATURE = 0.0
 
 
 class LLMError(Exception):

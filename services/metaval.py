@@ -116,16 +116,20 @@ def check_accept(verdict: MergeVerdict, criteria: list[Criterion]) -> tuple[bool
 
 def local_merge(outcomes: list[SubTaskOutcome], criteria: list[Criterion]) -> MergeVerdict | None:
     """On the bundled 1.5B model, skip the merge call when it could only repeat R4a: a single
-    matched outcome whose passed criterion verdicts (judged against tool records) cover every task
-    criterion word for word. Anything else still goes to the LLM."""
+    matched outcome whose passed criterion verdicts (decided by R4a's code checks) cover every
+    task criterion word for word. The summary says what code checked — verified or not — never
+    a model's "all criteria met". Anything else still goes to the LLM."""
     if len(outcomes) != 1 or outcomes[0].status != "matched":
         return None
-    passed = {v.criterion.strip(): v for v in outcomes[0].criteria_verdicts if v.verdict == "pass"}
+    o = outcomes[0]
+    passed = {v.criterion.strip(): v for v in o.criteria_verdicts if v.verdict == "pass"}
     if not criteria or any(c.text.strip() not in passed for c in criteria):
         return None
+    summary = (f"verified by code: {passed[criteria[0].text.strip()].evidence}" if o.verified
+               else "done, but not verified: " + "; ".join(o.unverified or ["no code check"]))
     return MergeVerdict(
-        verdict="accept", summary="every task criterion was met (judged against the tool records)",
-        merged_output=outcomes[0].output,
+        verdict="accept", summary=summary[:600],
+        merged_output=o.answer or o.output,
         task_criteria_verdicts=[TaskCriterionJudgement(criterion=c.text, verdict="pass",
                                                        evidence=passed[c.text.strip()].evidence)
                                 for c in criteria])

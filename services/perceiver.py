@@ -300,12 +300,17 @@ class Perceiver:
         may_ask = req.options.interactive and state["round"] < max_rounds
         final = not may_ask
         error = ""
-        try:
-            got = self.llm.complete_json(Perception, SYSTEM_PROMPT,
-                                         build_prompt(req, state["qa"], final), task_id=task)
-        except LLMError as exc:
-            error = str(exc)
+        if getattr(self.llm, "local", False) and not req.history and not may_ask:
+            # The bundled model's paraphrase lost the goal's conditions ("the Norwegian cities"
+            # became "the cities") and cost ~17 s: the user's own words are the spec.
             got = Perception()
+        else:
+            try:
+                got = self.llm.complete_json(Perception, SYSTEM_PROMPT,
+                                             build_prompt(req, state["qa"], final), task_id=task)
+            except LLMError as exc:
+                error = str(exc)
+                got = Perception()
         if got.needs_clarification and got.question.strip() and may_ask:
             state["round"] += 1
             state["question"] = got.question.strip()

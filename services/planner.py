@@ -352,7 +352,7 @@ class Planner:
         directive, failed criterion and blocked tools to the executor through the context."""
         criteria = [PlanCriterion(text=c) for c in spec.success_criteria if c.strip()][:3] or \
             [PlanCriterion(text=f"The tool results show this was done: {spec.intent}")]
-        context = [f"User's words: {spec.raw_input}"]
+        context: list[str] = []         # (the user's words travel as SubTask.goal)
         if directive is not None:
             context.append(f"A previous attempt failed ({directive.directive}: "
                            f"{DIRECTIVE_MEANING.get(directive.directive, '')}).")

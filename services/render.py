@@ -15,7 +15,7 @@ from rich.table import Table
 
 ICONS = {"user": "🧑", "perceiver": "🧠", "planner": "📐", "executor": "⚙️ ", "agentval": "🔍",
          "metaval": "🔮", "memory": "💾", "ggs": "📈", "spawner": "🚀", "auditor": "📡"}
-ROLE_ORDER = ("perceiver", "planner", "executor", "agentval", "metaval", "memory")
+ROLE_ORDER = ("perceiver", "planner", "executor", "agentval", "verifier", "metaval", "memory")
 SILENT = {"Heartbeat", "Ack", "Hello", "LlmUsage", "SubTaskOffer", "SubTaskClaim", "MemoryQuery",
           "MemoryResult", "DreamerEvent"}
 WAITING = {
@@ -214,6 +214,21 @@ def cost_rows(usages: Iterable[dict]) -> list[tuple[str, int, int, int, float]]:
     return [(r, int(acc[r][0]), int(acc[r][1]), int(acc[r][2]), acc[r][3]) for r in order]
 
 
+def cost_summary(usages: Iterable[dict]) -> dict:
+    """The cost of a run for `--json`: calls, tokens and seconds per role and in total."""
+    rows = cost_rows(usages)
+    per_role = {r: {"calls": c, "prompt_tokens": pt, "completion_tokens": ct,
+                    "seconds": round(secs, 3)} for r, c, pt, ct, secs in rows}
+    total = {"calls": sum(r[1] for r in rows), "prompt_tokens": sum(r[2] for r in rows),
+             "completion_tokens": sum(r[3] for r in rows),
+             "seconds": round(sum(r[4] for r in rows), 3)}
+    return {"total": total, "per_role": per_role}
+
+
+STATUS_LINE = {"verified": "[green]✅ done, verified[/]", "unverified": "[yellow]☑️  done, NOT verified[/]",
+               "not_possible": "[blue]🚫 not possible[/]", "abandoned": "[red]❌ abandoned[/]"}
+
+
 def cost_table(usages: Iterable[dict]) -> Table:
     table = Table(title="Cost", title_justify="left", show_edge=False)
     for col in ("role", "calls", "prompt tok", "completion tok", "seconds"):
@@ -229,12 +244,18 @@ def cost_table(usages: Iterable[dict]) -> Table:
 
 
 def result_markup(final) -> list[str]:
-    ok = final.directive != "abandon"
-    head = "[green]✅" if ok else "[red]❌"
-    lines = [f"{head} {final.directive}[/] — {escape(final.summary)}"]
-    out = format_output(final.output)
-    if out and out.strip() != final.summary.strip():
-        lines.append(escape(out))
+    lines = [f"{STATUS_LINE.get(final.status, final.status)} ({final.directive}) — "
+             f"{escape(final.summary)}"]
+    if final.answer:
+        lines.append("[bold]answer:[/bold] " + escape(final.answer))
+    else:
+        out = format_output(final.output)
+        if out and out.strip() != final.summary.strip():
+            lines.append(escape(out))
+    for check in final.checks[:6]:
+        lines.append("[dim]checked:[/dim] " + escape(check))
+    for item in final.unverified[:4]:
+        lines.append("[yellow]not verified:[/yellow] " + escape(item))
     if final.completed:
         lines.append("[green]completed:[/green] " + escape("; ".join(final.completed)))
     if final.failed:

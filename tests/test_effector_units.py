@@ -24,7 +24,7 @@ class FakeLLM:
         self.prompts: list[str] = []
         self.local = local
 
-    def complete_json(self, model, system, user, task_id=""):
+    def complete_json(self, model, system, user, task_id="", max_tokens=None):
         self.prompts.append(user)
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
@@ -108,7 +108,13 @@ def test_prompt_budgets_shrink_for_the_local_model(settings, toolbox):
                   {"action": "result", "output": "ok"}, local=True)
     result = Executor(subtask("x"), llm, toolbox, settings).run_attempt(1)
     assert len(result.tool_calls[0].output) < 1600
-    assert "Today's date:" in llm.prompts[0] and "Subtask: do the thing" in llm.prompts[0]
+    # no date unless the goal speaks of time (a model copies the date into commands)
+    assert "Today's date:" not in llm.prompts[0] and "Subtask: do the thing" in llm.prompts[0]
+    assert "big.txt (10000 bytes)" in llm.prompts[0]          # the workspace overview
+    timed = FakeLLM({"action": "result", "output": "ok"}, local=True)
+    Executor(SubTask(subtask_id="s", parent_task_id="t", intent="list files modified today"),
+             timed, toolbox, settings).run_attempt(1)
+    assert "Today's date:" in timed.prompts[0]
 
 
 def _result(records=(), status="completed", attempt=1, output="claimed"):

@@ -337,6 +337,18 @@ def copy_tree(root: str, dest: str, *, max_bytes: int = 32 << 20, max_files: int
     return True
 
 
+_TIME_WORDS = re.compile(r"\b(today|tonight|yesterday|tomorrow|date|dates|dated|time|times|now|"
+                         r"week|weeks|month|months|year|years|day|days|hour|hours|minute|minutes|"
+                         r"recent|recently|ago|latest|newest|oldest|modified|since|until|"
+                         r"schedule|deadline|timestamp|age)\b", re.I)
+
+
+def mentions_time(text: str) -> bool:
+    """Whether a goal speaks of time: only then does a prompt carry today's date (a model copies
+    a date it sees into commands and answers)."""
+    return bool(_TIME_WORDS.search(text or ""))
+
+
 def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: int = 40) -> str:
     """What a step needs to know about the workspace before acting: the files (with sizes) and
     the first lines of small text files, within `budget` characters."""

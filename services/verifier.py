@@ -1,0 +1,362 @@
+"""R4a's Law 0 half: what code checks before a subtask may be called done.
+
+The Agent-Validator's model verdict is an opinion. This module supplies the evidence:
+
+1. Around the subtask: a snapshot of the workspace (paths, sizes, hashes) and a copy of it as it
+   was before the executor ran.
+2. One independent re-derivation: a model that sees the goal and the workspace's files but never
+   the executor's commands or answer proposes ONE read-only command that prints the answer, or the
+   exact content a file the goal asks for must have. Code runs it — only if the Law 1 gate
+   classifies it read-only — on the *before* copy, so it derives from the original inputs.
+3. The checks (`check`): values of the answer that occur in no tool output are invented; a file
+   the goal asks for must exist and hold the derived content; a question's answer must agree with
+   the derivation; an executor's "not possible" must agree with a derivation that found nothing;
+   input files changed and not asked for are reported.
+
+The result is a `Law0Report`: verified, unverified (what could not be checked), not_possible (with
+the evidence), or failed (with a correction that shows both outputs).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
+from protocol.settings import Settings
+
+from .llm import LLMError
+from services.safety import evidence as ev
+from .law1 import READ_ONLY, classify
+from .tools import Toolbox, head_tail
+
+log = logging.getLogger("artoo.verifier")
+
+class Derivation(BaseModel):
+    """The re-deriving model's reply: which file the goal asks for (if any) and the command."""
+    model_config = ConfigDict(extra="ignore")
+    output_file: str = Field(default="", max_length=120)
+    command: str = Field(default="", max_length=300)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerate(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            value = dict(value)
+            for key in ("output_file", "command"):
+                if value.get(key) is None:
+                    value[key] = ""
+                elif not isinstance(value[key], str):
+                    value[key] = str(value[key])
+        return value
+
+
+SYSTEM = """You independently check another agent's work. You see the goal and the workspace files as they were BEFORE the work.
+Reply with JSON: {"output_file": "<path the goal asks to create or change, else empty>", "command": "<one read-only shell command>"}
+The command must print exactly the correct result and nothing else:
+- If the goal asks a question: print only the answer value(s), one per line.
+- If the goal asks to create or change a file: set output_file and print exactly the content that file must have, computed from the input files.
+- If what the goal asks about does not exist, the command must print nothing.
+- Match names, keys and words exactly (whole words: grep -w, awk -F, '$1=="x"'), skip header lines when counting or summing data rows.
+- Read-only: never write, move or delete files (no >, no rm, no sed -i)."""
+
+
+@dataclass
+class DerivedCheck:
+    output_file: str = ""
+    command: str = ""
+    output: str = ""
+    error: str = ""
+    available: bool = False             # a command ran (read-only) and its output is usable
+    why_unavailable: str = ""
+
+
+@dataclass
+class Law0Report:
+    kind: Literal["verified", "unverified", "not_possible", "failed"]
+    evidence: str
+    checks: list[str] = field(default_factory=list)        # what code checked, one line each
+    unverified: list[str] = field(default_factory=list)    # what could not be checked
+    what_was_wrong: str = ""
+    what_to_do: str = ""
+    answer: str = ""
+    disagreement: bool = False          # failed only because the derivation disagreed
+
+
+def answer_text(output: Any) -> str:
+    if output is None:
+        return ""
+    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,
+                                                             default=str)
+
+
+_ABSENCE_CLAIM = re.compile(r"\b(no such|not found|does not exist|doesn't exist|do not exist|"
+                            r"don't exist|not exist|no \w+ (named|called|with)|is not (in|present)|"
+                            r"isn't (in|present)|not present|cannot be found|none found|"
+                            r"no match|no matching|not possible|there is no|there are no)\b", re.I)
+
+
+def claims_absence(text: str) -> bool:
+    return bool(_ABSENCE_CLAIM.search(text or ""))
+
+
+class Verifier:
+    """The Law 0 checks of one subtask (all its attempts)."""
+
+    def __init__(self, subtask: SubTask, llm, settings: Settings, *, goal: str = ""):
+        self.subtask = subtask
+        self.llm = llm
+        self.settings = settings
+        self.workspace = os.path.realpath(settings.workspace)
+        self.goal = goal or subtask.goal or subtask.intent
+        self.task_id = subtask.parent_task_id
+        self.before: dict[str, ev.FileState] = {}
+        self.before_dir: Optional[str] = None
+        self.derived: Optional[DerivedCheck] = None
+        self.started = False
+
+    # -- around the subtask ---------------------------------------------------------------
+    def start(self) -> None:
+        """Snapshot and copy the workspace before the executor's first tool call."""
+        if self.started:
+            return
+        self.started = True
+        self.before = ev.snapshot(self.workspace)
+        tmp = tempfile.mkdtemp(prefix="artoo-before-")
+        if ev.copy_tree(self.workspace, tmp):
+            self.before_dir = tmp
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def close(self) -> None:
+        if self.before_dir:
+            shutil.rmtree(self.before_dir, ignore_errors=True)
+            self.before_dir = None
+
+    # -- the independent derivation -------------------------------------------------------
+    def prompt(self) -> str:
+        lines = []
+        if ev.mentions_time(self.goal):
+            lines.append(f"Today's date: {time.strftime('%Y-%m-%d')}")
+        lines.append(f"Goal: {self.goal}")
+        if self.subtask.context:
+            lines.append(f"Context: {head_tail(self.subtask.context, 600)}")
+        lines.append("Workspace files (before the work):")
+        lines.append(ev.overview(self.before_dir or self.workspace, budget=900))
+        return "\n".join(lines)
+
+    def derive(self) -> DerivedCheck:
+        if self.derived is not None:
+            return self.derived
+        self.start()
+        check = DerivedCheck()
+        self.derived = check
+        try:
+            reply = self.llm.complete_json(Derivation, SYSTEM, self.prompt(),
+                                           task_id=self.task_id, max_tokens=160)
+        except LLMError as exc:
+            check.why_unavailable = f"no independent check (LLM error: {exc})"
+            return check
+        except Exception as exc:  # a client bug must still end in an honest report
+            check.why_unavailable = f"no independent check ({type(exc).__name__}: {exc})"
+            return check
+        check.output_file = _clean_path(reply.output_file)
+        if check.output_file and not _named_in(check.output_file, self.goal):
+            check.output_file = ""     # a file the goal does not name is the checker's invention
+        check.command = _strip_redirect(reply.command.strip(), check.output_file)
+        if not check.command:
+            check.why_unavailable = "no independent check (the checker proposed no command)"
+            return check
+        root = self.before_dir or self.workspace
+        level = classify(check.command, workspace=root, cwd=root).level
+        if level != READ_ONLY:
+            check.why_unavailable = (f"no independent check (its command `{check.command}` is "
+                                     f"{level}, not read-only)")
+            return check
+        settings = dataclasses.replace(self.settings, workspace=Path(root))
+        out = Toolbox(settings).run("shell", {"command": check.command})
+        check.output = "" if ev.is_absence(out.output) else out.output
+        check.error = out.error or ""
+        if out.law1 or (out.error and not _grep_no_match(out.error)):
+            # a failed command proves nothing, not even absence (it may have named a wrong file)
+            check.why_unavailable = f"no independent check (`{check.command}` failed: {out.error})"
+            return check
+        check.available = True
+        return check
+
+    # -- the checks -------------------------------------------------------------------------
+    def check(self, result: ExecutionResult, records: list[ToolCallRecord], *,
+              current: Optional[list[ToolCallRecord]] = None,
+              revealed: bool = False) -> Law0Report:
+        """Check one attempt's result. `records`: every tool call of the subtask; `current`:
+        this attempt's; `revealed`: a correction already showed the executor the independent
+        check's output, so agreeing with it is no longer independent — only this attempt's own
+        commands (other than the check's) printing the answer make it verified."""
+        answer = answer_text(result.output)
+        outputs = _outputs(records)
+        if revealed and self.derived is not None and self.derived.available:
+            outputs.append((self.derived.command, self.derived.output))
+        after = ev.snapshot(self.workspace)
+        changes = ev.diff(self.before, after)
+        checks = [f"workspace: {changes.describe()}"]
+        claims_none = result.status == "not_possible" or (not ev.answer_values(answer)
+                                                          and claims_absence(answer))
+        if not claims_none:
+            invented = ev.unsupported_values(answer, outputs, self.goal)
+            if invented:
+                return Law0Report(
+                    "failed", f"the answer states {', '.join(invented[:5])}, which no tool "
+                    f"output of this task shows (a value from nowhere is not evidence)", checks,
+                    what_was_wrong=f"your answer states {', '.join(invented[:5])}, which no tool "
+                                   f"output shows",
+                    what_to_do="run a command whose output shows the answer, and copy the answer "
+                               "from that output", answer=answer)
+        derived = self.derive()
+        file = derived.output_file if derived.available or derived.output_file else ""
+        unexpected = [p for p in changes.modified + changes.deleted if p != file]
+        if unexpected:
+            checks.append(f"changed and not asked for: {', '.join(unexpected[:10])}")
+        if file:
+            return self._check_file(file, derived, changes, checks, unexpected, answer,
+                                    revealed)
+        if not derived.available:
+            return Law0Report("unverified", derived.why_unavailable, checks,
+                              unverified=[derived.why_unavailable], answer=answer)
+        shown = head_tail(derived.output.strip(), 300) or "(nothing)"
+        checks.append(f"independent check `{derived.command}` printed: {shown}")
+        if claims_none:
+            if ev.is_absence(derived.output):
+                return Law0Report("not_possible", f"not found: the executor found nothing and an "
+                                  f"independent check (`{derived.command}`) printed nothing",
+                                  checks, answer=answer)
+            return Law0Report(
+                "failed", f"the executor says it does not exist, but an independent check "
+                f"(`{derived.command}`) printed: {shown}", checks, disagreement=True,
+                what_was_wrong=f"you said it does not exist, but `{derived.command}` printed: "
+                               f"{shown}",
+                what_to_do="look again; if that output answers the goal, give the answer from "
+                           "a tool output", answer=answer)
+        if ev.is_absence(derived.output):
+            return Law0Report(
+                "failed", f"an independent check (`{derived.command}`) found nothing, but the "
+                f"answer is: {head_tail(answer, 200)}", checks, disagreement=True,
+                what_was_wrong=f"an independent check (`{derived.command}`) found nothing for "
+                               f"this goal, but you answered {head_tail(answer, 200)}",
+                what_to_do="check that what the goal names exists exactly (not a similar name); "
+                           "if it does not exist, reply with status not_possible", answer=answer)
+        verdict = ev.agree(answer, derived.output, goal=self.goal,
+                           data=[o for _, o in outputs] + [derived.output])
+        if not verdict.agree:
+            return Law0Report(
+                "failed", f"{verdict.reason} (answer: {head_tail(answer, 200)}; independent "
+                f"check `{derived.command}` printed: {shown})", checks, disagreement=True,
+                what_was_wrong=f"your answer {head_tail(answer, 200)!r} does not agree with an "
+                               f"independent check: `{derived.command}` printed: {shown}",
+                what_to_do="find which is right with another command, then answer with only "
+                           "the value(s) the goal asks for", answer=answer)
+        report = Law0Report("verified", f"the answer agrees with an independent check "
+                            f"(`{derived.command}` printed {shown})", checks, answer=answer)
+        if revealed:
+            own = _outputs([r for r in (current or []) if _norm_cmd(r.target) !=
+                            _norm_cmd(derived.command)])
+            if not own or ev.unsupported_values(answer, own, self.goal):
+                report.kind = "unverified"
+                report.unverified.append("the answer agrees with the independent check only "
+                                         "after the executor was shown its output")
+        if unexpected:
+            report.kind = "unverified"
+            report.unverified.append(f"files changed that the goal did not ask for: "
+                                     f"{', '.join(unexpected[:10])}")
+        return report
+
+    def _check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
+                    checks: list[str], unexpected: list[str], answer: str,
+                    revealed: bool) -> Law0Report:
+        path = os.path.realpath(os.path.join(self.workspace, file))
+        if not os.path.isfile(path):
+            return Law0Report(
+                "failed", f"{file} does not exist in the workspace ({changes.describe()})",
+                checks, what_was_wrong=f"the file {file} does not exist in the workspace",
+                what_to_do=f"write {file} with a tool call, then show it with cat", answer=answer)
+        try:
+            with open(path, "rb") as fh:
+                content = fh.read(1 << 20).decode("utf-8", "replace")
+        except OSError as exc:
+            return Law0Report("unverified", f"{file} could not be read: {exc}", checks,
+                              unverified=[f"{file} could not be read: {exc}"], answer=answer)
+        checks.append(f"{file}: {len(content.splitlines())} line(s), "
+                      f"{'changed' if file in changes.touched else 'not changed'} by this subtask")
+        if not derived.available:
+            return Law0Report("unverified", f"{file} exists; {derived.why_unavailable}", checks,
+                              unverified=[f"the content of {file}: {derived.why_unavailable}"],
+                              answer=answer)
+        expected = derived.output
+        checks.append(f"independent check `{derived.command}` derived "
+                      f"{len(expected.splitlines())} line(s)")
+        if not ev.same_content(content, expected):
+            return Law0Report(
+                "failed", f"{file} does not hold what an independent check derived from the "
+                f"inputs (`{derived.command}`)", checks, disagreement=True,
+                what_was_wrong=f"{file} contains:\n{head_tail(content, 300)}\nbut an independent "
+                               f"check (`{derived.command}`) expects:\n{head_tail(expected, 300)}",
+                what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
+                answer=answer)
+        kind = "unverified" if unexpected or revealed else "verified"
+        report = Law0Report(kind, f"{file} holds exactly what an independent check derived from "
+                            f"the inputs (`{derived.command}`)", checks, answer=answer)
+        if unexpected:
+            report.unverified.append(f"files changed that the goal did not ask for: "
+                                     f"{', '.join(unexpected[:10])}")
+        if revealed:
+            report.unverified.append(f"{file} matches the independent check only after the "
+                                     f"executor was shown its output")
+        return report
+
+
+def _named_in(path: str, goal: str) -> bool:
+    words = set(ev.tokens(goal))
+    return path.lower() in words or path.rsplit("/", 1)[-1].lower() in words
+
+
+def _strip_redirect(command: str, file: str) -> str:
+    """`grep x in > out.txt` for the output file → `grep x in`: the check must print, not write
+    (the small model often writes the file it was asked to derive)."""
+    if file:
+        pattern = r"\s*>>?\s*(\./)?['\"]?" + re.escape(file) + r"['\"]?\s*$"
+        command = re.sub(pattern, "", command)
+    return command
+
+
+def _outputs(records: list[ToolCallRecord]) -> list[tuple[str, str]]:
+    """(what the call spelt out, what it printed) of the successful calls."""
+    return [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")
+            for r in records if not r.error or _grep_no_match(r.error)]
+
+
+def _norm_cmd(command: str) -> str:
+    return " ".join((command or "").split())
+
+
+def _clean_path(raw: str) -> str:
+    path = (raw or "").strip().strip("'\"`")
+    while path.startswith("./"):
+        path = path[2:]
+    if not path or path in (".", "none", "null", "-") or path.startswith(("/", "~")) or \
+            ".." in Path(path).parts:
+        return ""
+    return path
+
+
+def _grep_no_match(error: str) -> bool:
+    """grep/diff style exit 1 with no output: "nothing matched", an answer, not a failure."""
+    return (error or "").strip() == "exit status 1"

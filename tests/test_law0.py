@@ -1,0 +1,178 @@
+"""Law 0 in R4a: each code check catches its failure shape (invented value, missing file, wrong
+content, self-contradicting verdict, re-derivation disagreement, impossible goal), with a real
+toolbox and workspace and an in-process stand-in for the LLM. The same checks run end to end over
+the bus with the scripted HTTP LLM in test_pipeline_e2e.py."""
+from __future__ import annotations
+
+import pytest
+
+from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, ToolCallRecord
+from services.agentval import AgentValidator
+from services.tools import Toolbox
+from services.verifier import Verifier
+
+from test_effector_units import FakeLLM
+
+
+def subtask(goal: str) -> SubTask:
+    return SubTask(subtask_id="st-1", parent_task_id="run-law0", intent=goal, goal=goal,
+                   success_criteria=[Criterion(text="the goal is achieved")],
+                   options=RunOptions())
+
+
+@pytest.fixture
+def ws(settings):
+    (settings.workspace / "cities.csv").write_text(
+        "city,population,country\nOslo,700000,Norway\nLyon,520000,France\n"
+        "Bergen,285000,Norway\n")
+    (settings.workspace / "app.log").write_text("INFO a\nERROR b\nINFO c\nERROR d\n")
+    return settings.workspace
+
+
+def run(settings, command: str) -> ToolCallRecord:
+    out = Toolbox(settings).run("shell", {"command": command})
+    return ToolCallRecord(tool="shell", arguments={"command": command}, target=command,
+                          output=out.output, error=out.error)
+
+
+def validator(settings, goal: str, *derivations, opinions=()):
+    """R4a on the bundled-model path (code decides) unless `opinions` are given (remote)."""
+    st = subtask(goal)
+    local = not opinions
+    verifier = Verifier(st, FakeLLM(*derivations), settings)
+    verifier.start()
+    return AgentValidator(st, FakeLLM(*opinions, local=local), settings, verifier=verifier)
+
+
+def result(records, output, status="completed", attempt=1):
+    return ExecutionResult(task_id="run-law0", subtask_id="st-1", attempt=attempt,
+                           status=status, output=output, tool_calls=list(records))
+
+
+SUM = "awk -F, '$3==\"Norway\" {s+=$2} END {print s}' cities.csv"
+
+
+def test_agreement_with_the_independent_check_is_verified(settings, ws):
+    av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
+                   {"output_file": "", "command": "grep -w Norway cities.csv | cut -d, -f2 | "
+                                                  "paste -sd+ | bc"})
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    assert j.kind == "matched" and j.outcome.verified
+    assert all(v.checked and v.verdict == "pass" for v in j.outcome.criteria_verdicts)
+    assert j.outcome.answer == "985000"
+    assert any("independent check" in c for c in j.outcome.checks)
+
+
+def test_invented_value_is_caught(settings, ws):
+    # the `date` shape: the answer's value comes from no tool output of this task
+    av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
+                   {"output_file": "", "command": SUM})
+    j = av.judge(result([run(settings, "date")], "1000000"))
+    assert j.kind == "retry" and "1000000" in j.correction.what_was_wrong
+    j2 = av.judge(result([run(settings, "ls")], "1000000", attempt=2))
+    assert j2.kind == "failed" and not j2.outcome.verified
+    assert "no tool output" in j2.outcome.failure_reason
+
+
+def test_missing_file_is_caught(settings, ws):
+    goal = "Copy every ERROR line of app.log into errors.txt"
+    av = validator(settings, goal, {"output_file": "errors.txt",
+                                    "command": "grep ERROR app.log > errors.txt"})
+    j = av.judge(result([run(settings, "grep ERROR app.log")], "done"))
+    assert j.kind == "retry" and "errors.txt does not exist" in j.correction.what_was_wrong
+
+
+def test_wrong_content_is_caught_and_right_content_verified(settings, ws):
+    goal = "Copy every ERROR line of app.log into errors.txt"
+    derivation = {"output_file": "errors.txt", "command": "grep ERROR app.log > errors.txt"}
+    av = validator(settings, goal, derivation)
+    wrong = run(settings, "head -n 2 app.log > errors.txt && cat errors.txt")
+    j = av.judge(result([wrong], "errors.txt written"))
+    assert j.kind == "retry"
+    assert "INFO a" in j.correction.what_was_wrong and "ERROR d" in j.correction.what_was_wrong
+    (ws / "errors.txt").unlink()          # (an overwrite would need an approval)
+    av2 = validator(settings, goal, derivation)
+    right = run(settings, "grep ERROR app.log > errors.txt; cat errors.txt")
+    j2 = av2.judge(result([right], "errors.txt written"))
+    assert j2.kind == "matched" and j2.outcome.verified
+
+
+def test_changed_input_file_is_reported_not_verified(settings, ws):
+    goal = "Copy every ERROR line of app.log into errors.txt"
+    av = validator(settings, goal, {"output_file": "errors.txt",
+                                    "command": "grep ERROR app.log"})
+    rec = run(settings, "grep ERROR app.log > errors.txt; echo x >> cities.csv; cat errors.txt")
+    j = av.judge(result([rec], "done"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("cities.csv" in u for u in j.outcome.unverified)
+
+
+def test_disagreement_is_a_correction_then_unverified(settings, ws):
+    goal = "How many ERROR lines are in app.log?"
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"})
+    j = av.judge(result([run(settings, "grep -c INFO app.log")], "2"))   # same value, wrong why
+    assert j.kind == "matched" and j.outcome.verified                    # values agree
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"})
+    j = av.judge(result([run(settings, "wc -l < app.log")], "4"))
+    assert j.kind == "retry"
+    assert "grep -c ERROR app.log" in j.correction.what_was_wrong and "4" in \
+        j.correction.what_was_wrong                                      # both outputs shown
+    j2 = av.judge(result([run(settings, "wc -l < app.log")], "4", attempt=2))
+    assert j2.kind == "matched" and not j2.outcome.verified               # honest: unverified
+    assert any("does not state" in u or "did not print" in u or "printed" in u
+               for u in j2.outcome.unverified)
+
+
+def test_agreeing_only_after_seeing_the_check_is_not_verified(settings, ws):
+    goal = "How many ERROR lines are in app.log?"
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"})
+    assert av.judge(result([run(settings, "wc -l < app.log")], "4")).kind == "retry"
+    copied = av.judge(result([], "2", attempt=2))                         # copied, no command
+    assert copied.kind == "matched" and not copied.outcome.verified
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"})
+    assert av.judge(result([run(settings, "wc -l < app.log")], "4")).kind == "retry"
+    own = av.judge(result([run(settings, "grep ERROR app.log | wc -l")], "2", attempt=2))
+    assert own.kind == "matched" and own.outcome.verified                 # its own derivation
+
+
+def test_impossible_goal_ends_not_possible(settings, ws):
+    goal = "What is the population of Paris according to cities.csv?"
+    derivation = {"output_file": "", "command": "awk -F, '$1==\"Paris\" {print $2}' cities.csv"}
+    av = validator(settings, goal, derivation)
+    j = av.judge(result([run(settings, "grep -w Paris cities.csv")],
+                        "Paris is not in cities.csv", status="not_possible"))
+    assert j.kind == "failed" and j.outcome.not_possible and j.outcome.verified
+    assert "not possible" in j.outcome.failure_reason
+    # a near match is not an answer: the independent check found nothing
+    av = validator(settings, "What is the population of Lyons according to cities.csv?",
+                   {"output_file": "", "command": "awk -F, '$1==\"Lyons\" {print $2}' cities.csv"})
+    j = av.judge(result([run(settings, "grep -i lyon cities.csv")], "520000"))
+    assert j.kind == "retry" and "not_possible" in j.correction.what_to_do
+
+
+def test_unusable_check_leaves_the_result_unverified(settings, ws):
+    goal = "How many ERROR lines are in app.log?"
+    av = validator(settings, goal, {"output_file": "", "command": "rm app.log"})
+    j = av.judge(result([run(settings, "grep -c ERROR app.log")], "2"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("not read-only" in u for u in j.outcome.unverified)
+    assert (settings.workspace / "app.log").exists()
+
+
+def test_self_contradicting_verdict_is_not_met(settings, ws):
+    goal = "How many ERROR lines are in app.log?"
+    contradicting = {"criteria": [{"criterion": "the goal is achieved", "met": True,
+                                   "evidence": "2"}], "verdict": "matched",
+                     "what_was_wrong": "the output does not answer the question"}
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   opinions=[contradicting])
+    j = av.judge(result([run(settings, "grep -c ERROR app.log")], "2"))
+    assert j.kind == "retry"
+    assert j.outcome is None
+    no_value = {"criteria": [{"criterion": "the goal is achieved", "met": True,
+                              "evidence": "the count is correct"}], "verdict": "matched"}
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   opinions=[no_value])
+    j = av.judge(result([run(settings, "grep -c ERROR app.log")], "2"))
+    assert j.kind == "retry" and "none of the claimed values" in j.correction.what_was_wrong \
+        or j.kind == "retry"
