@@ -265,7 +265,8 @@ class AgentValidator:
                            what_was_wrong=correction.what_was_wrong,
                            what_to_do=correction.what_to_do)
             return Judgement("retry", correction=correction)
-        if law0 is not None and law0.disagreement:
+        if law0 is not None and law0.disagreement and result.status == "completed" and \
+                law0.answer_stated:
             # The answer may be right and the independent check wrong: done, but not verified.
             self.attempt_verdicts[-1] = [v.model_copy(update={
                 "verdict": "pass", "failure_class": "", "checked": False,

@@ -156,8 +156,9 @@ Rules:
 - Prefer one shell command that does every step and prints proof, for example:
   {{"action":"tool","tool":"shell","command":"echo hello > a.txt && cat a.txt && ls"}}
   {{"action":"tool","tool":"shell","command":"find src -type f -name '*.txt' | wc -l"}}
-  {{"action":"tool","tool":"shell","command":"awk -F, 'NR>1 && $2==\"x\" {{n++}} END {{print n+0}}' data.csv"}}
-- Match names, keys and words exactly (grep -w, awk field equality), never a similar one.
+  {{"action":"tool","tool":"shell","command":"awk -F, -v k=x 'NR>1 && $2==k {{n++; s+=$3}} END {{print n, s}}' data.csv"}}
+- Never count or add up in your head: run a command that prints the final value.
+- Match names, keys and words exactly (grep -w, awk -v k=name with $N==k), never a similar one.
 - To delete a file, run rm with shell (the operator approves it). Reading a file does not delete it.
 - Only say completed when a tool output above shows the work is done. failed = a tool error you cannot fix.
 - If a tool result says the action was refused, report that; do not try another way around it.
@@ -200,7 +201,7 @@ class Executor:
                     notes: list[str]) -> str:
         st = self.subtask
         lines = []
-        if evidence.mentions_time(f"{st.goal} {st.intent} {st.context}"):
+        if evidence.mentions_time(st.goal or st.intent):
             lines.append(f"Today's date: {time.strftime('%Y-%m-%d (%A)')}")
         if st.goal and " ".join(st.goal.split()) != " ".join(st.intent.split()):
             lines.append(f"Goal (the user's words): {st.goal}")

@@ -384,7 +384,9 @@ class Solver:
         if honest["status"] == "unverified" and honest["unverified"]:
             summary += " Not verified: " + "; ".join(honest["unverified"][:3]) + "."
         megrams: list[Megram] = []
-        if res is not None:   # only rounds the loss judged teach memory anything (Law 0)
+        # Only rounds the loss judged teach memory anything, and a success only when code
+        # verified it: an unverified "success" taught the next run to repeat a wrong approach.
+        if res is not None and honest["status"] != "unverified":
             content = loss.terminal_content(directive, outcomes, gap or summary)
             megrams = [loss.terminal_megram(directive, st.task_id, st.intent_slug, content, now)]
         if st.law1:

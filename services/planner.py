@@ -308,6 +308,9 @@ class Planner:
         targets = list(dict.fromkeys(directive.blocked_targets)) if directive else []
         last_round = previous.describe_outcomes() if previous else ""
         if getattr(self.llm, "local", False):
+            # The bundled model's executor has three tools and shell is the one that works: a
+            # logical failure blocks the approach (the context says what failed), not the tool.
+            tools = []
             plan, error = self._local_plan(spec, directive, tools, targets)
         else:
             prompt = plan_prompt(spec, calibration.text, directive, last_round)

@@ -67,7 +67,7 @@ The command must print exactly the correct result and nothing else:
 - If the goal asks a question: print only the answer value(s), one per line.
 - If the goal asks to create or change a file: set output_file and print exactly the content that file must have, computed from the input files.
 - If what the goal asks about does not exist, the command must print nothing.
-- Match names, keys and words exactly (whole words: grep -w, awk -F, '$1=="x"'), skip header lines when counting or summing data rows.
+- Match names, keys and words exactly (grep -w, or awk -F, -v k=name 'NR>1 && $1==k'); skip header lines when counting or summing data rows.
 - Read-only: never write, move or delete files (no >, no rm, no sed -i)."""
 
 
@@ -91,6 +91,7 @@ class Law0Report:
     what_to_do: str = ""
     answer: str = ""
     disagreement: bool = False          # failed only because the derivation disagreed
+    answer_stated: bool = False         # the answer states a value, or the file exists
 
 
 def answer_text(output: Any) -> str:
@@ -198,6 +199,15 @@ class Verifier:
     def check(self, result: ExecutionResult, records: list[ToolCallRecord], *,
               current: Optional[list[ToolCallRecord]] = None,
               revealed: bool = False) -> Law0Report:
+        report = self._check(result, records, current=current, revealed=revealed)
+        file = self.derived.output_file if self.derived is not None else ""
+        report.answer_stated = bool(ev.answer_values(report.answer)) or (
+            bool(file) and os.path.isfile(os.path.join(self.workspace, file)))
+        return report
+
+    def _check(self, result: ExecutionResult, records: list[ToolCallRecord], *,
+               current: Optional[list[ToolCallRecord]] = None,
+               revealed: bool = False) -> Law0Report:
         """Check one attempt's result. `records`: every tool call of the subtask; `current`:
         this attempt's; `revealed`: a correction already showed the executor the independent
         check's output, so agreeing with it is no longer independent — only this attempt's own
