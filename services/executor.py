@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from typing import Any, Literal, Optional
 
@@ -143,28 +144,58 @@ Rules:
 - Do not repeat a call that already ran; its result is below."""
 
 
-# The bundled 1.5B model (LLMClient.local): shorter, concrete, and byte-stable per workspace so the
-# llama.cpp prompt cache serves it; the schema (enforced by the server's grammar) carries the shape.
-_LOCAL_SYSTEM = """You are the Executor of artoo. Do ONE subtask with tools: one JSON tool call per reply, then the result.
+# The bundled 1.5B model (LLMClient.local): plain text, not JSON — shell commands are full of
+# quotes, and under a JSON grammar the small model ended the string at the first unescaped `"`
+# (`awk -F, 'NR>1 && $2==` ran as the command). Shorter, concrete, byte-stable per workspace so
+# the llama.cpp prompt cache serves it.
+_LOCAL_SYSTEM = """You are the Executor of artoo. Do ONE task on this machine with bash commands, one per reply.
 Workspace (the current directory): {workspace}
-Tools:
-{tools}
-When done: {{"action":"result","status":"completed","output":"<only the answer: the value(s) asked for, copied from a tool output>"}}
-If what the task asks about does not exist (no such file, name, key or column): {{"action":"result","status":"not_possible","output":"<what does not exist>"}}
+Reply with exactly one line in one of these forms:
+COMMAND: <one bash command>
+ANSWER: <only the value(s) the task asks for, copied from a command output above>
+NOT POSSIBLE: <what does not exist: no such file, name, key or column>
 Rules:
 - Use the real file names, columns and formats shown in the workspace files below.
-- Prefer one shell command that does every step and prints proof, for example:
-  {{"action":"tool","tool":"shell","command":"echo hello > a.txt && cat a.txt && ls"}}
-  {{"action":"tool","tool":"shell","command":"find src -type f -name '*.txt' | wc -l"}}
-  {{"action":"tool","tool":"shell","command":"awk -F, -v k=x 'NR>1 && $2==k {{n++; s+=$3}} END {{print n, s}}' data.csv"}}
+- Prefer one command that does every step and prints the result, for example:
+  COMMAND: find src -type f -name '*.txt' | wc -l
+  COMMAND: awk -F, -v k=x 'NR>1 && $2==k {{n++; s+=$3}} END {{print n, s}}' data.csv
+  COMMAND: grep -w ERROR app.log > errors.txt && cat errors.txt
 - Never count or add up in your head: run a command that prints the final value.
-- Match names, keys and words exactly (grep -w, awk -v k=name with $N==k), never a similar one.
-- To delete a file, run rm with shell (the operator approves it). Reading a file does not delete it.
-- Only say completed when a tool output above shows the work is done. failed = a tool error you cannot fix.
-- If a tool result says the action was refused, report that; do not try another way around it.
-- output: only the concrete answer (the number, the value, the file names), not a restatement of the task."""
+- Match names, keys and words exactly, never a similar one.
+- To delete or overwrite a file, just run the command: the operator approves it.
+- If a command was refused ([LAW1]), report that; do not try another way around it.
+- ANSWER only when a command output above shows the task is done."""
+_LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|ANSWER|NOT[ _]POSSIBLE|FAILED)(?:\*\*)?\s*:\s*",
+                          re.I | re.M)
+_FENCE = re.compile(r"^```[a-z]*\s*\n?|\n?```\s*$", re.I)
+
+
+def parse_local_step(text: str) -> ExecutorStep:
+    """The local executor's plain-text reply as a step; ValueError when it has no known form."""
+    match = _LOCAL_REPLY.search(text or "")
+    if not match:
+        fenced = re.search(r"```(?:bash|sh)?\s*\n(.+?)```", text or "", re.S)
+        if fenced:
+            return ExecutorStep(action="tool", tool="shell", command=fenced.group(1).strip())
+        raise ValueError("the reply has no COMMAND:, ANSWER: or NOT POSSIBLE: line")
+    kind = match.group(1).upper().replace("_", " ")
+    body = _FENCE.sub("", (text or "")[match.end():].strip()).strip()
+    if kind != "COMMAND":       # an answer is one line; what follows is commentary
+        body = body.splitlines()[0].strip() if body else ""
+    else:
+        nxt = _LOCAL_REPLY.search(body)
+        body = body[:nxt.start()].strip() if nxt else body
+        body = body.strip("`").strip()
+    if kind == "COMMAND":
+        if not body:
+            raise ValueError("COMMAND: is empty")
+        return ExecutorStep(action="tool", tool="shell", command=body)
+    status = {"ANSWER": "completed", "NOT POSSIBLE": "not_possible", "FAILED": "failed"}[kind]
+    return ExecutorStep(action="result", status=status, output=body)
+
+
 LOCAL_OUTPUT_CHARS = 1000
-LOCAL_TOOLS = ("shell", "read_file", "write_file")
+LOCAL_TOOLS = ("shell",)
 
 
 class Executor:
@@ -236,8 +267,10 @@ class Executor:
         for note in notes:
             lines.append(note)
         if calls and self.local:
-            lines.append("If the tool output above proves every criterion, reply with the "
-                         "result; otherwise make the next tool call (cat or ls shows proof).")
+            lines.append("If a command output above answers the task, reply ANSWER: <the "
+                         "value(s)>; otherwise reply with the next COMMAND:.")
+        elif self.local:
+            lines.append("Reply with your first COMMAND:.")
         elif calls:
             lines.append("If these results satisfy the criteria, reply with the result now; "
                          "otherwise make the next tool call.")
@@ -274,6 +307,12 @@ class Executor:
                         f"environmentally before); use another one")
         return ""
 
+    def _step(self, system: str, prompt: str) -> ExecutorStep:
+        if self.local:
+            return parse_local_step(self.llm.complete_text(system, prompt, task_id=self.task_id,
+                                                           max_tokens=200))
+        return self.llm.complete_json(ExecutorStep, system, prompt, task_id=self.task_id)
+
     # -- one attempt --------------------------------------------------------------------------
     def run_attempt(self, attempt: int, correction: Optional[CorrectionSignal] = None
                     ) -> ExecutionResult:
@@ -293,7 +332,11 @@ class Executor:
             prompt = self.user_prompt(correction, calls, notes)
             notes = []
             try:
-                step = self.llm.complete_json(ExecutorStep, system, prompt, task_id=self.task_id)
+                step = self._step(system, prompt)
+            except ValueError as exc:          # a local reply of no known form: say so, go on
+                notes.append(f"YOUR LAST REPLY WAS NOT USED: {exc}. Reply with one line: "
+                             f"COMMAND: ..., ANSWER: ... or NOT POSSIBLE: ...")
+                continue
             except LLMError as exc:
                 message = f"executor LLM error: {exc}"
                 return result("failed", message, message)
@@ -325,8 +368,8 @@ class Executor:
                                   f"in a row")
                 notes.append(f"DUPLICATE CALL NOT EXECUTED: #{len(calls)} was exactly this "
                              f"call; its result is above. Use a different call, or reply with "
-                             f"the result." + (" Reply with the result now, taken from that "
-                                               "output." if self.local else ""))
+                             f"the result." + (" Reply ANSWER: now, taken from that output."
+                                               if self.local else ""))
                 continue
             last_sig, repeats = sig, 0
             blocked = self._blocked(tool, args)

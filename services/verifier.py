@@ -61,14 +61,41 @@ class Derivation(BaseModel):
         return value
 
 
+# Plain text, not JSON: under a JSON grammar the small model cut commands at their first `"`.
 SYSTEM = """You independently check another agent's work. You see the goal and the workspace files as they were BEFORE the work.
-Reply with JSON: {"output_file": "<path the goal asks to create or change, else empty>", "command": "<one read-only shell command>"}
+Reply with exactly two lines:
+FILE: <the file the goal asks to create or change, or none>
+COMMAND: <one read-only shell command>
 The command must print exactly the correct result and nothing else:
-- If the goal asks a question: print only the answer value(s), one per line.
-- If the goal asks to create or change a file: set output_file and print exactly the content that file must have, computed from the input files.
-- If what the goal asks about does not exist, the command must print nothing.
-- Match names, keys and words exactly (grep -w, or awk -F, -v k=name 'NR>1 && $1==k'); skip header lines when counting or summing data rows.
-- Read-only: never write, move or delete files (no >, no rm, no sed -i)."""
+- A question: print only the answer value(s), one per line.
+- A file to create or change: print exactly the content that file must have, computed from the input files.
+- If what the goal asks about does not exist, print nothing.
+- Use every condition the goal states. Match names exactly. Skip the header line of CSV files.
+- Read-only: never write, move or delete files (no >, no rm, no sed -i).
+Examples:
+Goal: How many .md files are under docs?
+FILE: none
+COMMAND: find docs -type f -name '*.md' | wc -l
+Goal: What is bob's email in users.csv (columns name,email)?
+FILE: none
+COMMAND: awk -F, -v k=bob 'NR>1 && $1==k {print $2}' users.csv
+Goal: Put the names of people older than 40 from people.csv (name,age) into old.txt
+FILE: old.txt
+COMMAND: awk -F, 'NR>1 && $2>40 {print $1}' people.csv"""
+_LINE = re.compile(r"^\s*(?:\*\*)?(FILE|COMMAND)(?:\*\*)?\s*:\s*(.*)$", re.I | re.M)
+
+
+def parse_derivation(text: str) -> Derivation:
+    """`FILE: …` and `COMMAND: …` lines (a fenced block counts as the command)."""
+    fields = {m.group(1).upper(): m.group(2).strip() for m in _LINE.finditer(text or "")}
+    command = fields.get("COMMAND", "")
+    if not command:
+        fenced = re.search(r"```(?:bash|sh)?\s*\n(.+?)```", text or "", re.S)
+        command = fenced.group(1).strip() if fenced else ""
+    file = fields.get("FILE", "")
+    if file.lower() in ("none", "-", "n/a", "empty", "(none)"):
+        file = ""
+    return Derivation(output_file=file, command=command.strip("`").strip())
 
 
 @dataclass
@@ -163,8 +190,9 @@ class Verifier:
         check = DerivedCheck()
         self.derived = check
         try:
-            reply = self.llm.complete_json(Derivation, SYSTEM, self.prompt(),
-                                           task_id=self.task_id, max_tokens=160)
+            reply = parse_derivation(self.llm.complete_text(SYSTEM, self.prompt(),
+                                                            task_id=self.task_id,
+                                                            max_tokens=160))
         except LLMError as exc:
             check.why_unavailable = f"no independent check (LLM error: {exc})"
             return check

@@ -24,6 +24,22 @@ class FakeLLM:
         self.prompts: list[str] = []
         self.local = local
 
+    def complete_text(self, system, user, task_id="", max_tokens=None):
+        """The local executor's and the checker's plain-text protocol, from the same replies."""
+        self.prompts.append(user)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        if isinstance(reply, str):
+            return reply
+        if "output_file" in reply:
+            return f"FILE: {reply['output_file'] or 'none'}\nCOMMAND: {reply['command']}"
+        if reply.get("action") == "tool":
+            return f"COMMAND: {reply.get('command') or 'cat ' + reply['path']}"
+        label = {"not_possible": "NOT POSSIBLE", "failed": "FAILED"}.get(reply.get("status"),
+                                                                         "ANSWER")
+        return f"{label}: {reply.get('output', '')}"
+
     def complete_json(self, model, system, user, task_id="", max_tokens=None):
         self.prompts.append(user)
         reply = self.replies.pop(0)
@@ -221,3 +237,19 @@ def test_evidence_restating_the_criterion_is_not_evidence(settings):
     av = AgentValidator(subtask("x.txt no longer exists"), FakeLLM(copied), settings)
     assert av.judge(_result([OK_RECORD], output="done")).kind == "retry"
     assert "repeats the criterion" in av.attempt_verdicts[0][0].evidence
+
+
+def test_local_plain_text_protocol_keeps_quotes_intact():
+    from services.executor import parse_local_step
+    from services.verifier import parse_derivation
+    step = parse_local_step("COMMAND: awk -F, '$3==\"Norway\" {s+=$2} END {print s}' c.csv")
+    assert step.action == "tool" and step.command.endswith("END {print s}' c.csv")
+    assert parse_local_step("Sure.\n```bash\nls -la\n```").command == "ls -la"
+    done = parse_local_step("ANSWER: 985000\nThe total is shown above.")
+    assert (done.action, done.status, done.output) == ("result", "completed", "985000")
+    assert parse_local_step("**NOT POSSIBLE**: no user alice").status == "not_possible"
+    with pytest.raises(ValueError):
+        parse_local_step("I think the answer is 42")
+    d = parse_derivation("FILE: none\nCOMMAND: grep -c \"x y\" a.txt")
+    assert (d.output_file, d.command) == ("", 'grep -c "x y" a.txt')
+    assert parse_derivation("FILE: out.txt\nCOMMAND: `sort a.txt`").command == "sort a.txt"
