@@ -124,8 +124,8 @@ class Law0Report:
 def answer_text(output: Any) -> str:
     if output is None:
         return ""
-    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,
-                                                             default=str)
+    return output.strip() if isinstance(output, str) else json.dumps(
+        output, ensure_ascii=False, default=str)
 
 
 _ABSENCE_CLAIM = re.compile(r"\b(no such|not found|does not exist|doesn't exist|do not exist|"

@@ -349,6 +349,18 @@ def mentions_time(text: str) -> bool:
     return bool(_TIME_WORDS.search(text or ""))
 
 
+def columns_hint(first_line: str) -> str:
+    """For a delimited header line, the field numbers awk and cut use (small models miscount
+    them): `(fields, comma-separated: $1=city $2=population $3=country)`."""
+    for sep, name in ((",", "comma"), ("\t", "tab"), (";", "semicolon"), ("|", "pipe")):
+        fields = first_line.split(sep)
+        if len(fields) >= 2 and all(0 < len(f.strip()) <= 40 for f in fields) and \
+                len(fields) <= 20:
+            numbered = " ".join(f"${i}={f.strip()}" for i, f in enumerate(fields, 1))
+            return f"\n(fields, {name}-separated: {numbered})"
+    return ""
+
+
 def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: int = 40) -> str:
     """What a step needs to know about the workspace before acting: the files (with sizes) and
     the first lines of small text files, within `budget` characters."""
@@ -374,6 +386,7 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
         if not head:
             continue
         block = f"\n--- first lines of {p}:\n" + "\n".join(h[:160] for h in head)
+        block += columns_hint(head[0])
         if len(text) + len(block) > budget:
             continue
         text += block
