@@ -379,6 +379,8 @@ class AgentValidator:
             gap_trajectory=list(self.trajectory), criteria_verdicts=verdicts,
             tool_calls=[r for _, r in self.records], plan_round=self.subtask.plan_round,
             sequence=self.subtask.sequence, answer=answer_text(self.last_output))
+        if self.verifier is not None:
+            self.verifier.close()          # the outcome is decided: the before-copy goes
         law0 = self.law0
         if law0 is not None:
             outcome.answer = law0.answer or outcome.answer

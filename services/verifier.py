@@ -160,7 +160,8 @@ class Verifier:
             return
         self.started = True
         self.before = ev.snapshot(self.workspace)
-        tmp = tempfile.mkdtemp(prefix="artoo-before-")
+        sweep_stale_copies()
+        tmp = tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}-")
         if ev.copy_tree(self.workspace, tmp):
             self.before_dir = tmp
         else:
@@ -383,6 +384,21 @@ def _outputs(records: list[ToolCallRecord]) -> list[tuple[str, str]]:
 
 def _norm_cmd(command: str) -> str:
     return " ".join((command or "").split())
+
+
+COPY_PREFIX = "artoo-before-"
+
+
+def sweep_stale_copies() -> None:
+    """Remove before-copies left by effectors that were killed before they could clean up
+    (the directory name carries the owner's pid)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{COPY_PREFIX}*"):
+        try:
+            pid = int(path.name[len(COPY_PREFIX):].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _clean_path(raw: str) -> str:

@@ -4,6 +4,8 @@ toolbox and workspace and an in-process stand-in for the LLM. The same checks ru
 the bus with the scripted HTTP LLM in test_pipeline_e2e.py."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, ToolCallRecord
@@ -35,12 +37,31 @@ def run(settings, command: str) -> ToolCallRecord:
                           output=out.output, error=out.error)
 
 
+@pytest.fixture(autouse=True)
+def no_leftover_copies():
+    """Every before-copy a test's verifiers made is gone afterwards."""
+    import glob
+    import tempfile
+    made: list[Verifier] = []
+    VERIFIERS.append(made)
+    yield
+    VERIFIERS.pop()
+    for v in made:
+        v.close()
+    mine = glob.glob(f"{tempfile.gettempdir()}/artoo-before-{os.getpid()}-*")
+    assert mine == []
+
+
+VERIFIERS: list[list] = []
+
+
 def validator(settings, goal: str, *derivations, opinions=()):
     """R4a on the bundled-model path (code decides) unless `opinions` are given (remote)."""
     st = subtask(goal)
     local = not opinions
     verifier = Verifier(st, FakeLLM(*derivations), settings)
     verifier.start()
+    VERIFIERS[-1].append(verifier)
     return AgentValidator(st, FakeLLM(*opinions, local=local), settings, verifier=verifier)
 
 
