@@ -215,6 +215,14 @@ class AgentValidator:
                 law0 = Law0Report("unverified", f"the code checks failed: {exc}",
                                   unverified=[f"the code checks failed: {exc}"],
                                   answer=answer_text(result.output))
+            if law0.kind == "unverified" and result.status != "completed" and \
+                    not law0.answer_stated:
+                # an executor that gave up without stating anything has not done the task
+                law0 = Law0Report("failed", f"no answer: the executor ended "
+                                  f"{result.status} ({result.uncertainty or 'no result'})",
+                                  law0.checks, what_was_wrong="you gave no answer",
+                                  what_to_do="run a command that prints the answer, then reply "
+                                             "ANSWER: <the value>", answer=law0.answer)
             verdicts = _apply_law0(verdicts, law0)
         self.law0 = law0
         self.attempt_verdicts.append(verdicts)

@@ -252,6 +252,18 @@ class Verifier:
                                                           and claims_absence(answer))
         if not claims_none:
             invented = ev.unsupported_values(answer, outputs, self.goal)
+            last = (current or records or [None])[-1]
+            nothing = last is not None and ev.is_absence(last.output) and \
+                (not last.error or _grep_no_match(last.error))
+            if invented and nothing:
+                return Law0Report(
+                    "failed", f"the answer states {', '.join(invented[:5])}, but the last "
+                    f"command printed nothing", checks,
+                    what_was_wrong=f"your last command printed nothing, yet you answered "
+                                   f"{', '.join(invented[:5])}",
+                    what_to_do="if what the task asks about does not exist, reply NOT POSSIBLE: "
+                               "<what does not exist>; otherwise run a command that prints the "
+                               "answer", answer=answer)
             if invented:
                 return Law0Report(
                     "failed", f"the answer states {', '.join(invented[:5])}, which no tool "
@@ -274,7 +286,7 @@ class Verifier:
         shown = head_tail(derived.output.strip(), 300) or "(nothing)"
         checks.append(f"independent check `{derived.command}` printed: {shown}")
         if claims_none:
-            if ev.is_absence(derived.output):
+            if ev.is_absence(derived.output) or derived.output.strip() == "0":
                 return Law0Report("not_possible", f"not found: the executor found nothing and an "
                                   f"independent check (`{derived.command}`) printed nothing",
                                   checks, answer=answer)
@@ -351,6 +363,8 @@ class Verifier:
                 what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
                 answer=answer)
         kind = "unverified" if unexpected or revealed else "verified"
+        if not ev.answer_values(answer):       # the answer to a file goal is the file
+            answer = f"{file} written ({len(content.splitlines())} line(s))"
         report = Law0Report(kind, f"{file} holds exactly what an independent check derived from "
                             f"the inputs (`{derived.command}`)", checks, answer=answer)
         if unexpected:
@@ -412,5 +426,6 @@ def _clean_path(raw: str) -> str:
 
 
 def _grep_no_match(error: str) -> bool:
-    """grep/diff style exit 1 with no output: "nothing matched", an answer, not a failure."""
-    return (error or "").strip() == "exit status 1"
+    """grep style exit 1 with no output (or `grep -c`'s 0): "nothing matched" — an answer,
+    not a failure."""
+    return (error or "").strip() in ("exit status 1", "exit status 1: 0")
