@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Body(BaseModel):
@@ -412,7 +412,7 @@ class FinalResult(Body):
     the evidence), or abandoned. `directive` is GGS's terminal macro-state."""
     task_id: str
     intent_slug: str = ""
-    status: Outcome = "abandoned"
+    status: Optional[Outcome] = None     # when not given: unverified on accept/success
     verified: bool = False
     answer: str = ""
     checks: list[str] = Field(default_factory=list)
@@ -428,6 +428,12 @@ class FinalResult(Body):
     failed: list[str] = Field(default_factory=list)      # intents of subtasks that failed, with why
     law1: list[str] = Field(default_factory=list)        # [LAW1] refusals that shaped the result
     elapsed_ms: float = 0.0
+
+    @model_validator(mode="after")
+    def _honest_default(self) -> "FinalResult":
+        if self.status is None:
+            self.status = "abandoned" if self.directive == "abandon" else "unverified"
+        return self
 
 
 # ----------------------------------------------------------------------------------------------

@@ -311,7 +311,8 @@ class AgentValidator:
                 klass = "environmental" if _INFRA.search(evidence) else ""
             elif infra_error:
                 met, evidence, klass = False, infra_error, "environmental"
-            elif j is None and self.code_only:
+            elif j is None and self.verifier is not None and (
+                    self.code_only or result.status == "not_possible"):
                 out.append(CriterionVerdict(criterion=crit.text, mode=crit.mode, verdict="pass",
                                             evidence="(decided by the code checks)"))
                 continue

@@ -151,6 +151,7 @@ class Verifier:
         self.before: dict[str, ev.FileState] = {}
         self.before_dir: Optional[str] = None
         self.derived: Optional[DerivedCheck] = None
+        self.changed: list[str] = []            # files the subtask created, changed or deleted
         self.started = False
 
     # -- around the subtask ---------------------------------------------------------------
@@ -178,6 +179,8 @@ class Verifier:
         if ev.mentions_time(self.goal):
             lines.append(f"Today's date: {time.strftime('%Y-%m-%d')}")
         lines.append(f"Goal: {self.goal}")
+        if " ".join(self.subtask.intent.split()) != " ".join(self.goal.split()):
+            lines.append(f"Subtask: {self.subtask.intent}")
         if self.subtask.context:
             lines.append(f"Context: {head_tail(self.subtask.context, 600)}")
         lines.append("Workspace files (before the work):")
@@ -230,7 +233,7 @@ class Verifier:
               revealed: bool = False) -> Law0Report:
         report = self._check(result, records, current=current, revealed=revealed)
         file = self.derived.output_file if self.derived is not None else ""
-        report.answer_stated = bool(ev.answer_values(report.answer)) or (
+        report.answer_stated = bool(ev.answer_values(report.answer)) or bool(self.changed) or (
             bool(file) and os.path.isfile(os.path.join(self.workspace, file)))
         return report
 
@@ -247,6 +250,7 @@ class Verifier:
             outputs.append((self.derived.command, self.derived.output))
         after = ev.snapshot(self.workspace)
         changes = ev.diff(self.before, after)
+        self.changed = changes.touched + changes.deleted
         checks = [f"workspace: {changes.describe()}"]
         claims_none = result.status == "not_possible" or (not ev.answer_values(answer)
                                                           and claims_absence(answer))

@@ -21,6 +21,8 @@ import threading
 from collections import defaultdict, deque
 from typing import Any, Iterable, Optional
 
+from scripted_llm import DECLINE_CHECK
+
 
 # -- R3 executor -------------------------------------------------------------------------------
 
@@ -95,6 +97,14 @@ def cannot(failed: str, why: str, failure_class: str = "environmental") -> dict:
     return verdict([criterion(failed, False, why, failure_class)], "failed", why, "")
 
 
+# -- R4a's Law 0 checker (plain text) ----------------------------------------------------------
+
+def check(command: str, output_file: str = "") -> str:
+    """The independent checker's reply: the file the goal asks for (if any) and a read-only
+    command that prints the expected result."""
+    return f"FILE: {output_file or 'none'}\nCOMMAND: {command}"
+
+
 # -- routing several subtasks of one task ------------------------------------------------------
 
 class SubtaskScript:
@@ -110,6 +120,9 @@ class SubtaskScript:
     def agentval(self, intent: str, *replies: Any) -> "SubtaskScript":
         return self._add("agentval", intent, replies)
 
+    def verifier(self, intent: str, *replies: Any) -> "SubtaskScript":
+        return self._add("verifier", intent, replies)
+
     def _add(self, role: str, intent: str, replies) -> "SubtaskScript":
         with self._lock:
             self._queues[(role, intent)].extend(replies)
@@ -119,15 +132,19 @@ class SubtaskScript:
         def respond(request):
             prompt = request.user
             with self._lock:
-                keys = [k for k in self._queues if k[0] == role and f"Subtask: {k[1]}" in prompt]
+                keys = [k for k in self._queues if k[0] == role and (
+                    f"Subtask: {k[1]}" in prompt or f"Goal: {k[1]}" in prompt)]
                 keys.sort(key=lambda k: -len(k[1]))            # the most specific intent wins
                 for key in keys:
                     if self._queues[key]:
                         return self._queues[key].popleft()
+            if role == "verifier":
+                return DECLINE_CHECK
             raise LookupError(f"no scripted {role} reply for this subtask")
         return respond
 
     def install(self, llm) -> "SubtaskScript":
         llm.on("executor", self.responder("executor"))
         llm.on("agentval", self.responder("agentval"))
+        llm.on("verifier", self.responder("verifier"))
         return self

@@ -70,6 +70,8 @@ class Request:
 
 
 Responder = Callable[[Request], Any]
+# The Law 0 checker's reply when a test scripts none: no command, so results stay unverified.
+DECLINE_CHECK = "FILE: none\nCOMMAND:"
 
 
 class ScriptedLLM:
@@ -112,6 +114,8 @@ class ScriptedLLM:
             return responder(req)
         if self._default is not None:
             return self._default
+        if req.role == "verifier":      # R4a's independent checker declines unless scripted
+            return DECLINE_CHECK
         return Http(500, json.dumps({"error": {"message": f"no scripted reply for {req.role}"}}))
 
     # -- server ------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from protocol.envelope import Envelope
 from protocol.messages import (ConversationalReply, FinalResult, LossBreakdown, MemoryRecall,
                                SubTaskOutcome)
 from protocol.settings import load_settings
-from replies_effector import SubtaskScript, all_met, result, shell
+from replies_effector import SubtaskScript, all_met, check, result, shell
 from replies_pipeline import INVALID_JSON, PROSE, accept, empty_plan, perception, plan, reject, subtask
 from scripted_llm import Delay, ScriptedLLM
 from services import render, tasklog
@@ -73,9 +73,12 @@ def test_decision_trail_and_cost_table():
 
 def test_exit_codes():
     loss = LossBreakdown(D=0, P=0, Omega=0, L=0)
-    assert exit_code(FinalResult(task_id="r", directive="accept", summary="", loss=loss)) == 0
-    assert exit_code(FinalResult(task_id="r", directive="success", summary="")) == 0
-    assert exit_code(FinalResult(task_id="r", directive="abandon", summary="")) == 1
+    def final(directive, **kw):
+        return FinalResult(task_id="r", directive=directive, summary="", loss=loss, **kw)
+    assert exit_code(final("accept", status="verified", verified=True)) == 0
+    assert exit_code(final("success")) == 3                  # not verified by code: not "done"
+    assert exit_code(final("abandon", status="not_possible", verified=True)) == 4
+    assert exit_code(final("abandon")) == 1
     assert exit_code(ConversationalReply(task_id="r", answer="hi")) == 0
     assert exit_code(None) == 1
 
@@ -100,12 +103,13 @@ class Router:
     """Executor/agentval replies per subtask intent: SubtaskScript queues, plus callables for the
     replies a test must compute at request time (a barrier, a recorded prompt)."""
 
-    def __init__(self, llm):
+    def __init__(self, llm, workspace: Path):
+        self.workspace = workspace
         self.script = SubtaskScript()
         self.calls: dict[str, Callable] = {}
         self.prompts: dict[str, list[tuple[float, str, str]]] = {}
         self.lock = threading.Lock()
-        for role in ("executor", "agentval"):
+        for role in ("executor", "agentval", "verifier"):
             llm.on(role, self._respond(role))
 
     def _respond(self, role: str):
@@ -127,10 +131,17 @@ class Router:
 
     prompts_wanted: set[str] = set()
 
+    def data(self, output: str) -> str:
+        """A workspace file holding `output`, and the command that prints it: the value then
+        comes from a tool output, not from the command itself (`echo X` proves nothing, Law 0)."""
+        name = f"data-{abs(hash(output)) % 10**8}.txt"
+        (self.workspace / name).write_text(output + "\n")
+        return f"cat {name}"
+
     def simple(self, intent: str, output: str, criteria: list[str]) -> None:
         """One tool call, then the result; every criterion met."""
-        self.script.executor(intent, shell(f"echo {output}"), result(output))
-        self.script.agentval(intent, all_met(*criteria))
+        self.script.executor(intent, shell(self.data(output)), result(output))
+        self.script.agentval(intent, all_met(*criteria, evidence=f"the tool printed {output}"))
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +166,7 @@ def e2e():
             session = RunSession(settings, Console(file=io.StringIO(), width=160),
                                  interactive=False)
             yield SimpleNamespace(settings=settings, llm=llm, session=session, root=root,
-                                  router=Router(llm))
+                                  router=Router(llm, settings.workspace))
         finally:
             if session is not None:
                 session.close()
@@ -194,13 +205,14 @@ def test_parallel_sequence_group_then_dependent_step(e2e):
             if "Tool calls so far" in req.user:
                 return result(output)
             barrier.wait()
-            return shell(f"echo {output}")
+            return shell(command)
+        command = e2e.router.data(output)
         return first_turn
 
     e2e.router.calls[a] = meet_then("ALPHA-OUT-17")
     e2e.router.calls[b] = meet_then("BETA-OUT-42")
-    e2e.router.script.agentval(a, all_met("alpha found"))
-    e2e.router.script.agentval(b, all_met("beta found"))
+    e2e.router.script.agentval(a, all_met("alpha found", evidence="ALPHA-OUT-17"))
+    e2e.router.script.agentval(b, all_met("beta found", evidence="BETA-OUT-42"))
     e2e.router.prompts_wanted.add(c)
     e2e.router.simple(c, "SUM-59", ["combined"])
     e2e.llm.add("perceiver", perception("find alpha and beta, then combine them"), task=rid)
@@ -348,6 +360,7 @@ def test_cli_json_exit_codes_and_the_conversational_path(e2e):
     rid = new_rid("cli")
     intent = f"print the date {rid}"
     e2e.router.simple(intent, "2026-11-22", ["date printed"])
+    e2e.router.script.verifier(intent, check(e2e.router.data("2026-11-22")))
     e2e.llm.add("perceiver", perception("print the date"), task=rid)
     e2e.llm.add("planner", plan(subtask(intent, ["date printed"])), task=rid)
     e2e.llm.add("metaval", accept("printed", merged_output="2026-11-22"), task=rid)
@@ -357,6 +370,11 @@ def test_cli_json_exit_codes_and_the_conversational_path(e2e):
     assert proc.returncode == 0, proc.stderr
     final = json.loads(proc.stdout)
     assert final["task_id"] == rid and final["directive"] == "accept"
+    assert final["status"] == "verified" and final["verified"] is True
+    cost = final["cost"]
+    assert cost["total"]["calls"] == sum(r["calls"] for r in cost["per_role"].values()) >= 4
+    assert {"executor", "agentval", "verifier"} <= set(cost["per_role"])
+    assert cost["total"]["prompt_tokens"] > 0 and cost["total"]["seconds"] >= 0
 
     bad = new_rid("clibad")
     e2e.llm.add("perceiver", perception("print the time"), task=bad)
@@ -431,3 +449,61 @@ def test_repl_runs_goals_and_its_commands(e2e):
     assert "/memory" in out and "Megrams in" in out          # help, then the memory summary
     assert "audit report" in out                              # the auditor's on-demand report
     assert "Hi from the repl!" in out                         # a goal run through the pipeline
+
+
+# ---------------------------------------------------------------------------------------------
+# Law 0 over the real daemon: honest outcomes
+# ---------------------------------------------------------------------------------------------
+
+def test_law0_invented_value_is_corrected_then_verified(e2e):
+    """The `date` shape end to end: the executor answers a value no tool printed; R4a's opinion
+    says met, code says no (correction); the second answer comes from a tool and agrees with the
+    independent check: verified, exit 0."""
+    rid = new_rid("inv")
+    intent = f"sum the amounts {rid}"
+    (e2e.settings.workspace / f"amounts-{rid}.csv").write_text("name,amount\na,40\nb,2\n")
+    total = f"awk -F, 'NR>1 {{s+=$2}} END {{print s}}' amounts-{rid}.csv"
+    e2e.router.script.executor(intent, shell("date"), result("1000000"),
+                               shell(total), result("42"))
+    e2e.router.script.agentval(intent, all_met("summed", evidence="printed 1000000"),
+                               all_met("summed", evidence="awk printed 42"))
+    e2e.router.script.verifier(intent, check(f"cut -d, -f2 amounts-{rid}.csv | tail -n +2 | "
+                                             f"paste -sd+ | bc"))
+    e2e.llm.add("perceiver", perception("sum the amounts"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["summed"])), task=rid)
+    final = run_task(e2e, rid, "sum the amounts")
+    assert final.status == "verified" and final.verified and final.answer == "42"
+    assert exit_code(final) == 0
+    corrections = [ev for ev in tasklog.read(e2e.settings.tasks_dir, rid)
+                   if ev["kind"] == "correction"]
+    assert corrections and "1000000" in corrections[0]["what_was_wrong"]
+
+
+def test_law0_unchecked_result_is_reported_unverified(e2e):
+    rid = new_rid("unv")
+    intent = f"count the notes {rid}"
+    e2e.router.simple(intent, "3", ["counted"])          # the checker declines: no check ran
+    e2e.llm.add("perceiver", perception("count the notes"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+    final = run_task(e2e, rid, "count the notes")
+    assert final.directive in ("accept", "success") and final.status == "unverified"
+    assert not final.verified and final.unverified and exit_code(final) == 3
+
+
+def test_law0_impossible_goal_ends_not_possible_without_replanning(e2e):
+    rid = new_rid("imp")
+    intent = f"email of alice {rid}"
+    (e2e.settings.workspace / f"users-{rid}.csv").write_text("name,email\nalicia,a@x.org\n")
+    e2e.router.script.executor(intent, shell(f"grep -w alice users-{rid}.csv"),
+                               result("no user alice in the file", status="not_possible"))
+    e2e.router.script.verifier(intent, check(f"awk -F, -v k=alice '$1==k {{print $2}}' "
+                                             f"users-{rid}.csv"))
+    e2e.llm.add("perceiver", perception("email of alice"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["email found"])), task=rid)
+    final = run_task(e2e, rid, "email of alice")
+    assert final.status == "not_possible" and final.verified and exit_code(final) == 4, \
+        final.summary
+    assert "alicia" not in final.answer and final.summary.startswith("Not possible")
+    assert not seen(e2e, rid, "PlanDirective") and e2e.llm.calls("planner", rid) == 1
+    assert not [ev for ev in tasklog.read(e2e.settings.tasks_dir, rid)
+                if ev["kind"] == "plan_directive"]
