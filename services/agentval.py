@@ -215,8 +215,8 @@ class AgentValidator:
                 law0 = Law0Report("unverified", f"the code checks failed: {exc}",
                                   unverified=[f"the code checks failed: {exc}"],
                                   answer=answer_text(result.output))
-            if law0.kind == "unverified" and result.status != "completed" and \
-                    not law0.answer_stated:
+            if law0.kind == "unverified" and result.status not in ("completed", "not_possible") \
+                    and not law0.answer_stated:
                 # an executor that gave up without stating anything has not done the task
                 law0 = Law0Report("failed", f"no answer: the executor ended "
                                   f"{result.status} ({result.uncertainty or 'no result'})",

@@ -220,6 +220,9 @@ class Verifier:
         out = Toolbox(settings).run("shell", {"command": check.command})
         check.output = "" if ev.is_absence(out.output) else out.output
         check.error = out.error or ""
+        if out.error and _not_found(out.error) and self._looks_for_absent(check.command):
+            check.output, check.available = "", True    # it named what the workspace lacks
+            return check
         if out.law1 or (out.error and not _grep_no_match(out.error)):
             # a failed command proves nothing, not even absence (it may have named a wrong file)
             check.why_unavailable = f"no independent check (`{check.command}` failed: {out.error})"
@@ -291,6 +294,20 @@ class Verifier:
         checks.append(f"independent check `{derived.command}` printed: {shown}")
         if claims_none:
             if ev.is_absence(derived.output) or derived.output.strip() == "0":
+                absent = ev.absent_terms(self.goal, self.before_dir or self.workspace)
+                if not absent:
+                    return Law0Report(
+                        "failed", "the executor says it does not exist, but everything the goal "
+                        "names occurs in the workspace", checks,
+                        what_was_wrong="everything the task names exists in the workspace files",
+                        what_to_do="look at the files again and compute the answer with a "
+                                   "command", answer=answer)
+                if not self._looks_for_absent(derived.command):
+                    return Law0Report(
+                        "unverified", f"possibly not possible: nothing found, but no check "
+                        f"looked for {', '.join(absent[:3])}", checks,
+                        unverified=[f"that nothing matches was not checked for "
+                                    f"{', '.join(absent[:3])}"], answer=answer)
                 return Law0Report("not_possible", f"not found: the executor found nothing and an "
                                   f"independent check (`{derived.command}`) printed nothing",
                                   checks, answer=answer)
@@ -333,6 +350,12 @@ class Verifier:
             report.unverified.append(f"files changed that the goal did not ask for: "
                                      f"{', '.join(unexpected[:10])}")
         return report
+
+    def _looks_for_absent(self, command: str) -> bool:
+        """The check's command names something the goal names and the workspace lacks."""
+        absent = ev.absent_terms(self.goal, self.before_dir or self.workspace)
+        words = set(ev.tokens(command)) | {w.lower() for w in re.findall(r"[\w.]+", command)}
+        return any(t in words for t in absent)
 
     def _check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                     checks: list[str], unexpected: list[str], answer: str,
@@ -427,6 +450,10 @@ def _clean_path(raw: str) -> str:
             ".." in Path(path).parts:
         return ""
     return path
+
+
+def _not_found(error: str) -> bool:
+    return bool(re.search(r"no such file|cannot open|does not exist", error or "", re.I))
 
 
 def _grep_no_match(error: str) -> bool:

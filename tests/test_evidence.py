@@ -91,3 +91,10 @@ def test_overview_lists_files_and_heads(tmp_path):
     assert "data.csv (" in text and "name,age" in text and "cid,22" not in text
     assert "first lines of bin" not in text
     assert ev.overview(str(tmp_path / "nope")) == "(the workspace is empty)"
+
+
+def test_goal_words_alone_do_not_agree_and_absent_terms(tmp_path):
+    assert not ev.agree("= port =", "=\nport\n=", goal="which port does the server use?").agree
+    (tmp_path / "users.csv").write_text("name,email\nalicia,a@x.org\n")
+    absent = ev.absent_terms("What is the email of the user alice in users.csv?", str(tmp_path))
+    assert "alice" in absent and "email" not in absent and "users.csv" not in absent

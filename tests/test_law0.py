@@ -197,3 +197,24 @@ def test_self_contradicting_verdict_is_not_met(settings, ws):
     j = av.judge(result([run(settings, "grep -c ERROR app.log")], "2"))
     assert j.kind == "retry" and "none of the claimed values" in j.correction.what_was_wrong \
         or j.kind == "retry"
+
+
+def test_absence_needs_a_check_that_looked_for_the_missing_thing(settings, ws):
+    # everything the goal names exists: "not possible" is wrong
+    goal = "What is the population of Oslo in cities.csv?"
+    av = validator(settings, goal, {"output_file": "", "command": "awk -F, '$9==1' cities.csv"})
+    j = av.judge(result([run(settings, "grep -w oslo cities.csv")], "no such city",
+                        status="not_possible"))
+    assert j.kind == "retry" and "exists in the workspace" in j.correction.what_was_wrong
+    # a check that printed nothing without looking for the missing name proves nothing
+    goal = "What is the population of Paris according to cities.csv?"
+    av = validator(settings, goal, {"output_file": "", "command": "awk -F, '$9==1' cities.csv"})
+    j = av.judge(result([run(settings, "grep -w Paris cities.csv")], "Paris is not listed",
+                        status="not_possible"))
+    assert j.kind == "matched" and not j.outcome.verified and not j.outcome.not_possible
+    # a missing file named by the goal: the check's "No such file" is the evidence
+    goal = "How many lines are in report_2023.txt?"
+    av = validator(settings, goal, {"output_file": "", "command": "wc -l < report_2023.txt"})
+    j = av.judge(result([run(settings, "ls")], "report_2023.txt does not exist",
+                        status="not_possible"))
+    assert j.kind == "failed" and j.outcome.not_possible and j.outcome.verified

@@ -203,13 +203,15 @@ def agree(answer: str, derived: str, *, goal: str = "", data: Iterable[str] = ()
     derived_values = [t for t in tokens(derived) if t not in STOPWORDS]
     if not derived_values:
         return Agreement(False, "the independent check printed nothing")
+    goal_corpus = Corpus.of([goal])
+    if all(v in goal_corpus for v in derived_values):
+        return Agreement(False, "the independent check printed only words of the goal itself")
     answer_corpus = Corpus.of([answer])
     missing = [v for v in derived_values if v not in answer_corpus]
     if missing:
         return Agreement(False, f"the independent check printed {', '.join(missing[:5])}, "
                                 f"which the answer does not state")
     derived_corpus = Corpus.of([derived])
-    goal_corpus = Corpus.of([goal])
     data_corpus = Corpus.of(data)
     kinds = {is_number(v) for v in derived_values}
     extra = [v for v in tokens(answer)
@@ -219,6 +221,38 @@ def agree(answer: str, derived: str, *, goal: str = "", data: Iterable[str] = ()
         return Agreement(False, f"the answer also offers {', '.join(extra[:5])}, which the "
                                 f"independent check did not print")
     return Agreement(True, "the independent check printed the same value(s)")
+
+
+def absent_terms(goal: str, root: str, *, max_bytes: int = 8 << 20) -> list[str]:
+    """Words of the goal that name something (a key, a name, a file, a column: not a stopword,
+    at least 3 characters) and occur nowhere in the workspace — neither as a file name nor as a
+    word of a text file. A claim that something does not exist is corroborated only by a check
+    that looked for one of these."""
+    wanted = [t for t in dict.fromkeys(tokens(goal))
+              if t not in STOPWORDS and len(t) >= 3 and not is_number(t)]
+    if not wanted:
+        return []
+    seen: set[str] = set()
+    total = 0
+    for path in _walk(root, 5000):
+        rel = os.path.relpath(path, root).lower()
+        seen.update(tokens(rel))
+        seen.update(part for part in rel.split("/"))
+        try:
+            size = os.path.getsize(path)
+            if size > (1 << 20) or total + size > max_bytes:
+                continue
+            total += size
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError:
+            continue
+        if b"\x00" in raw[:4096]:
+            continue
+        text = raw.decode("utf-8", "replace")
+        seen.update(tokens(text))
+        seen.update(w.lower() for w in re.findall(r"[A-Za-z0-9_]+", text))
+    return [t for t in wanted if t not in seen]
 
 
 def _content_lines(text: str) -> list[str]:
