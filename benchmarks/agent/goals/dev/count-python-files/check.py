@@ -1,4 +1,4 @@
-"""12 .py files; wrong counts: `grep '\.py'` also takes .pyc and .py.bak (15), `grep py` takes
+r"""12 .py files; wrong counts: `grep '\.py'` also takes .pyc and .py.bak (15), `grep py` takes
 pyproject.toml, example_py.txt and directories (17, 19), top level only (2), off by one."""
 import sys
 from pathlib import Path
