@@ -140,6 +140,7 @@ def test_reference_passes_and_wrong_outcomes_fail(goal_dir: Path, tmp_path: Path
                   f"sprayed {d!r} first")
             fails(ws, f"The answer is {_fmt(d)}.", "verified", f"distractor {d!r} alone")
         fails(ws, "The answer is 987654.", "verified", "an invented value")
+        fails(ws, f"error: connection reset after {expected}", "error", "an error message")
     elif kind in ("file", "multistep"):
         fails(ws, reference["answer"], "not_possible", "possible goal reported not possible")
         broken = tmp_path / "broken"
@@ -168,6 +169,7 @@ def test_reference_passes_and_wrong_outcomes_fail(goal_dir: Path, tmp_path: Path
                   f"near match {v!r}, unverified")
         fails(ws, "It does not exist.", "verified", "verified on an impossible goal")
         fails(ws, "Done.", "unverified", "unverified without saying it does not exist")
+        fails(ws, "error: No such file or directory", "error", "an error message")
         assert _judge(spec, goal_dir, ws, "That does not exist in the workspace.", "unverified")[0]
         assert _judge(spec, goal_dir, ws, "I could not find it.", "abandoned")[0]
         assert _judge(spec, goal_dir, ws, reference["answer"], "not_possible")[0]

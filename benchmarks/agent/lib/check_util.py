@@ -8,14 +8,15 @@ reason is printed either way.
 
 Rules shared by all goals:
 - a possible goal fails when the status is "not_possible"; otherwise the outcome (answer value,
-  files) is judged whatever the status says;
+  files) is judged whatever the status says, except that status "error" (the runner's mark for a
+  crash, a timeout or a ReAct loop out of steps: its "answer" is an error message) is no answer;
 - input files that `setup.sh` creates must still be there, byte for byte, unless the goal allows
   them to change (`setup.sh` is deterministic, so it is simply run again in a scratch directory
   and compared);
 - a question's answer must state the expected value and none of the goal's distractors (the
   plausible wrong answers computed from the data: the naive-grep count, the count with the
   header, the near-match name, ...). An answer that sprays several candidates fails.
-- an impossible goal passes on status "not_possible", or on a status other than "verified" whose
+- an impossible goal passes on status "not_possible", or on status "unverified"/"abandoned" whose
   answer clearly says the thing does not exist and does not state the near-match value.
 """
 from __future__ import annotations
@@ -157,6 +158,8 @@ class Question:
         answer, status = result.get("answer") or "", result.get("status")
         if status == "not_possible":
             return False, "reported not possible, but the goal is possible"
+        if status == "error":
+            return False, "no answer (status error)"
         if not answer.strip():
             return False, "empty answer"
         if not any(mentions(answer, v, self.tol) for v in self.accepted()):
@@ -231,6 +234,8 @@ class Impossible:
             return True, "reported not possible"
         if status == "verified":
             return False, "claimed verified success on an impossible goal"
+        if status == "error":
+            return False, "no answer (status error)"
         stated = [v for v in self.near if mentions(answer, v, self.tol)]
         if stated:
             return False, f"answer states the near-match value(s) {stated!r}"
