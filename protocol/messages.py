@@ -170,6 +170,7 @@ class RunOptions(Body):
     yes: bool = False                     # pre-approve Law 1 actions
     interactive: bool = False             # an operator is present to answer prompts
     deadline_s: Optional[float] = None
+    workspace: str = ""                   # this run's workspace (absolute); "" = the daemon's
 
 
 class UserRequest(Body):

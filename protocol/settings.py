@@ -227,6 +227,27 @@ def env_name(field_name: str) -> str:
     return _ENV_NAMES.get(field_name, f"ARTOO_{field_name.upper()}")
 
 
+UNSAFE_WORKSPACES = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc",
+                     "/root", "/run", "/sbin", "/sys", "/usr", "/var", "/tmp")
+
+
+def workspace_problem(path: str, settings: "Settings") -> str:
+    """Why `path` may not be a run's workspace ("" when it may): it must be an existing
+    directory that is not the filesystem root, HOME itself, a system directory, or inside (or a
+    parent of) artoo's data dir."""
+    import os
+    real = os.path.realpath(os.path.expanduser(path))
+    home = os.path.realpath(os.path.expanduser("~"))
+    data = os.path.realpath(settings.home)
+    if not os.path.isdir(real):
+        return f"{path} is not a directory"
+    if real in UNSAFE_WORKSPACES or real == home:
+        return f"{real} is unsafe as a workspace (the root, HOME itself or a system directory)"
+    if real == data or real.startswith(data + os.sep) or data.startswith(real + os.sep):
+        return f"{real} contains or is inside artoo's data dir {data}"
+    return ""
+
+
 def load_settings(**overrides) -> Settings:
     """Build Settings from the environment (+ .env), with explicit keyword overrides on top."""
     _load_dotenv_files()

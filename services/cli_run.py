@@ -14,6 +14,7 @@ arrives), which every role and the spawner act on; GGS then delivers the abandon
 from __future__ import annotations
 
 import json
+import os
 import queue
 import secrets
 import sys
@@ -31,7 +32,7 @@ from protocol.bus import BusClient, BusTimeout
 from protocol.messages import (ApprovalDecision, ApprovalRequest, ClarificationReply,
                                ClarificationRequest, ConversationalReply, RunOptions, TaskCancel,
                                UserRequest)
-from protocol.settings import Settings, load_settings
+from protocol.settings import Settings, load_settings, workspace_problem
 
 from . import render, tasklog
 
@@ -67,6 +68,7 @@ class RunSession:
         self.settings = settings
         self.console = console
         self.yes = yes
+        self.workspace = ""              # this session's runs' workspace ("" = the daemon's)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.quiet = quiet
         self.queues: dict[str, queue.Queue] = {}    # run id -> its events, for follow()
@@ -142,7 +144,8 @@ class RunSession:
         run_id = run_id or new_run_id()
         self.queues[run_id] = queue.Queue()
         self.seen[run_id] = []
-        options = RunOptions(yes=self.yes, interactive=self.interactive, deadline_s=deadline_s)
+        options = RunOptions(yes=self.yes, interactive=self.interactive, deadline_s=deadline_s,
+                             workspace=self.workspace)
         self.client.send(UserRequest(task_id=run_id, text=text, options=options,
                                      history=list(history or [])[-5:]))
         return run_id
@@ -293,11 +296,14 @@ def exit_code(final) -> int:
     return EXIT_CODES.get(final.status, 1)
 
 
-def terminal_json(final, usage: list[dict] | None = None) -> str:
-    """The FinalResult for scripts, with the run's cost (calls, tokens, seconds per role)."""
+def terminal_json(final, usage: list[dict] | None = None, workspace: str = "") -> str:
+    """The FinalResult for scripts, with the run's cost (calls, tokens, seconds per role) and
+    its workspace."""
     body = final.model_dump(mode="json")
     if usage is not None:
         body["cost"] = render.cost_summary(usage)
+    if workspace:
+        body["workspace"] = workspace
     return json.dumps(body, ensure_ascii=False, default=str)
 
 
@@ -322,9 +328,11 @@ def _fail(console: Console, message: str, code: int = 2) -> None:
 @click.option("--yes", is_flag=True, help="pre-approve Law 1 actions (deletes, overwrites, ...)")
 @click.option("--json", "as_json", is_flag=True, help="print only the FinalResult as JSON")
 @click.option("--deadline", type=float, default=None, help="task deadline in seconds")
+@click.option("--workspace", "-w", default=None, metavar="DIR",
+              help="the run's workspace (default: the daemon's, ARTOO_WORKSPACE)")
 @click.option("--run-id", default=None, hidden=True, help="use this run id (automation)")
 def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
-        run_id: str | None) -> None:
+        workspace: str | None, run_id: str | None) -> None:
     """Run GOAL end to end and show the pipeline live."""
     text = " ".join(goal).strip()
     err = Console(stderr=True, soft_wrap=True)
@@ -338,6 +346,12 @@ def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
         session = RunSession(settings, console, yes=yes, quiet=as_json)
     except ConfigError as exc:
         _fail(err, str(exc), 2)
+    if workspace is not None:
+        problem = workspace_problem(workspace, settings)
+        if problem:
+            session.close()
+            _fail(err, f"--workspace refused: {problem}", 2)
+        session.workspace = os.path.realpath(os.path.expanduser(workspace))
     try:
         rid = session.submit(text, run_id=run_id, deadline_s=deadline)
         if not as_json:
@@ -347,7 +361,8 @@ def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
             _fail(err, f"no result for {rid} (deadline passed or cancel unanswered); see "
                        f"{tasklog.log_path(settings.tasks_dir, rid)}", 1)
         if as_json:
-            click.echo(terminal_json(final, session.usage_of(rid)))
+            click.echo(terminal_json(final, session.usage_of(rid),
+                                     session.workspace or str(settings.workspace)))
         else:
             session.report(rid, final)
         code = exit_code(final)

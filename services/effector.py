@@ -14,6 +14,7 @@ Exit codes: 0 outcome delivered, 1 crashed, 3 outcome not acknowledged in time, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -22,12 +23,13 @@ import secrets
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Callable, Optional
 
 from protocol.bus import BusClient
 from protocol.messages import (CorrectionSignal, CriterionVerdict, ExecutionResult, SubTask,
                                SubTaskOutcome)
-from protocol.settings import Settings, load_settings
+from protocol.settings import Settings, load_settings, workspace_problem
 
 from . import law1, tasklog
 from .agentval import AgentValidator, Judgement
@@ -208,10 +210,15 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     """Run one subtask to its outcome; returns the process exit code."""
     settings = settings or load_settings()
     task_id, sid = subtask.parent_task_id, subtask.subtask_id
+    ws_problem = ""
+    if subtask.options.workspace:      # the run's own workspace (checked again here: defence)
+        ws_problem = workspace_problem(subtask.options.workspace, settings)
+        if not ws_problem:
+            settings = dataclasses.replace(settings, workspace=Path(subtask.options.workspace))
     deadline_at = subtask.deadline_at or (time.time() + settings.subtask_deadline_s)
     client = BusClient("executor", settings=settings, heartbeat=False,
                        node=f"effector-{os.getpid()}-{secrets.token_hex(2)}")
-    llm_error = ""
+    llm_error = f"the run's workspace is refused: {ws_problem}" if ws_problem else ""
     try:
         llms = llms or build_llms(settings)
     except Exception as exc:  # LLMError or a broken configuration

@@ -507,3 +507,32 @@ def test_law0_impossible_goal_ends_not_possible_without_replanning(e2e):
     assert not seen(e2e, rid, "PlanDirective") and e2e.llm.calls("planner", rid) == 1
     assert not [ev for ev in tasklog.read(e2e.settings.tasks_dir, rid)
                 if ev["kind"] == "plan_directive"]
+
+
+def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
+    """`--workspace DIR`: the effector works there (not in the daemon's workspace); HOME, the
+    root, system dirs and the data dir are refused before anything is submitted."""
+    env = dict(os.environ)
+    own = tmp_path / "project"
+    own.mkdir()
+    (own / "notes.txt").write_text("one\ntwo\nthree\n")
+    rid = new_rid("ws")
+    intent = f"count the lines {rid}"
+    e2e.router.script.executor(intent, shell("wc -l < notes.txt"), result("3"))
+    e2e.router.script.agentval(intent, all_met("counted", evidence="wc printed 3"))
+    e2e.router.script.verifier(intent, check("grep -c . notes.txt"))
+    e2e.llm.add("perceiver", perception("count the lines of notes.txt"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--json", "--run-id", rid,
+                           "--workspace", str(own), "count the lines of notes.txt"], env=env,
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    final = json.loads(proc.stdout)
+    assert proc.returncode == 0 and final["status"] == "verified", proc.stdout + proc.stderr
+    assert final["answer"] == "3" and final["workspace"] == str(own.resolve())
+    assert not (e2e.settings.workspace / "notes.txt").exists()
+    for bad in ("/", os.path.expanduser("~"), "/etc", str(e2e.settings.home),
+                str(tmp_path / "missing")):
+        proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--workspace", bad,
+                               "count files"], env=env, cwd=REPO, capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 2 and "--workspace refused" in proc.stderr, (bad, proc.stderr)
