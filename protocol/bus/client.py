@@ -1,15 +1,4 @@
-"""The bus client every artoo process uses (DESIGN §4): publish/subscribe through the proxy, the
-readiness handshake, per-sender sequence numbers and gap counting, acknowledged work messages with
-re-send and de-duplication, request/reply, heartbeats, and survival of any malformed input.
-
-Threading model: one loop thread owns the ZeroMQ sockets. Handlers run on the loop thread unless
-registered `threaded=True` (LLM and tool work), in which case they run on a small pool. The SUB
-socket belongs to the loop thread alone. The PUB socket is shared under one lock (a mutex gives the
-full memory barrier ZeroMQ asks for when a socket changes threads), so any thread publishes directly:
-sequence number, encoding and send happen atomically, which keeps each stream's sequence in order on
-the wire without a hop through the loop. Everything else (subscriptions, the handshake, de-dup state)
-goes through a queue that wakes the loop via an eventfd.
-"""
+"""BusClient: registration, lifecycle, sending and the loop thread (receiving: inbound.py)."""
 from __future__ import annotations
 
 import itertools
@@ -19,80 +8,29 @@ import queue
 import secrets
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import zmq
 
-from . import curve, routes
-from .envelope import (NO_TASK, PROTOCOL_VERSION, Envelope, ProtocolError, decode, dump_body,
-                       encode, owner, parse_body, stream_of, topic_for)
-from .messages import Ack, Body, Heartbeat, Hello, MESSAGE_TYPES
-from .settings import Settings, load_settings
+from .. import curve, routes
+from ..envelope import NO_TASK, Envelope, dump_body, encode, owner, stream_of, topic_for
+from ..messages import Body, Heartbeat, MESSAGE_TYPES
+from ..settings import Settings, load_settings
+from .common import ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, Subscription
+from .inbound import Inbound
 
 log = logging.getLogger("artoo.bus")
 
-Handler = Callable[[Envelope, Any], Any]
-ALL = "*"
 _FIRST_REPROBE_S = 0.002
 _CLOSE_LINGER_MS = 1000  # on stop, queued outgoing messages get this long to reach the proxy
-_SNDMORE, _NOBLOCK = int(zmq.SNDMORE), int(zmq.NOBLOCK)
+_SNDMORE = int(zmq.SNDMORE)
 _DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itself (PUB lock)
-_LRU_CAP = 8192
 
 
-class BusTimeout(TimeoutError):
-    pass
-
-
-@dataclass
-class _Subscription:
-    type_name: str                 # message type, or "*" for everything
-    fn: Handler
-    ack: bool = False              # this process is a consumer: acknowledge and de-duplicate
-    partition: bool = False        # only the owning instance of a scalable role handles the task
-    threaded: bool = False
-    request: bool = False          # fn returns the reply body; replies are cached by request id
-    task: Optional[str] = None     # only this task's messages
-    when: Optional[Callable[[Envelope, Any], bool]] = None  # extra filter (e.g. "addressed to me")
-    raw: bool = False              # receive the envelope only, skip body validation
-
-    @property
-    def prefix(self) -> bytes:
-        if self.type_name == ALL:
-            return b""
-        return topic_for(self.type_name, self.task) if self.task else f"{self.type_name}/".encode()
-
-
-@dataclass
-class _Pending:
-    frames: list[bytes]
-    consumers: set[str]
-    type_name: str
-    first_sent: float
-    next_at: float
-    backoff: float
-    acked: set[str] = field(default_factory=set)
-    on_done: Optional[Callable[[bool], None]] = None
-    attempts: int = 1
-
-
-class _Lru(OrderedDict):
-    def __init__(self, cap: int):
-        super().__init__()
-        self.cap = cap
-
-    def put(self, key, value):
-        self[key] = value
-        self.move_to_end(key)
-        if len(self) > self.cap:
-            self.popitem(last=False)
-
-
-class BusClient:
-    """A process's connection to the artoo bus. See the module docstring for the threading model."""
+class BusClient(Inbound):
+    """A process's connection to the artoo bus (threading model: the protocol.bus docstring)."""
 
     def __init__(self, role: str, *, instance: int = 0, instances: int = 1,
                  settings: Settings | None = None, node: str | None = None,
@@ -108,9 +46,9 @@ class BusClient:
         self.state = "starting"
         self.started_at = time.time()
 
-        self._subs: list[_Subscription] = []
-        self._by_type: dict[str, list[_Subscription]] = {}
-        self._wildcard: list[_Subscription] = []
+        self._subs: list[Subscription] = []
+        self._by_type: dict[str, list[Subscription]] = {}
+        self._wildcard: list[Subscription] = []
         self._full_streams: set[bytes] = set()
         self._all_subscribed = False
         self._my_prefix = f"@{self.node}/".encode()
@@ -124,9 +62,9 @@ class BusClient:
         self.sent = 0
         self.lost = 0
 
-        self._pending: dict[str, _Pending] = {}
-        self._seen: _Lru = _Lru(self.settings.dedup_capacity)       # msg id -> "running"/"done"
-        self._replies: _Lru = _Lru(2048)                           # request id -> reply frames
+        self._pending: dict[str, Pending] = {}
+        self._seen: Lru = Lru(self.settings.dedup_capacity)       # msg id -> "running"/"done"
+        self._replies: Lru = Lru(2048)                           # request id -> reply frames
         self._answering: set[str] = set()                          # request ids being handled
         self._futures: dict[str, Future] = {}
         self._timers: list[list] = []                               # [next_at, interval, fn]
@@ -163,7 +101,7 @@ class BusClient:
         blocks until the new subscription is proven live by a fresh handshake."""
         if type_name != ALL and type_name not in MESSAGE_TYPES:
             raise ValueError(f"unknown message type {type_name!r}")
-        sub = _Subscription(type_name, fn, ack, partition, threaded, request, task, when, raw)
+        sub = Subscription(type_name, fn, ack, partition, threaded, request, task, when, raw)
         self._subs.append(sub)
         if type_name == ALL:
             self._wildcard.append(sub)
@@ -368,7 +306,7 @@ class BusClient:
         elif kind == "work":
             consumers, on_done = c
             now = time.monotonic()
-            pending = _Pending([], consumers, a.type, now, now + self.settings.ack_initial_s,
+            pending = Pending([], consumers, a.type, now, now + self.settings.ack_initial_s,
                                self.settings.ack_initial_s, on_done=on_done)
             self._send_env(a, b, pending)  # registered before the send: the ack cannot win
         elif kind == "reply":
@@ -380,13 +318,13 @@ class BusClient:
         elif kind == "call":
             a()
 
-    def _send_env(self, env: Envelope, topic: bytes, pending: _Pending | None = None
+    def _send_env(self, env: Envelope, topic: bytes, pending: Pending | None = None
                   ) -> list[bytes]:
         stream = stream_of(topic)
         with self._send_lock:
             seq = self._seq.get(stream, 0) + 1
             self._seq[stream] = seq
-            if len(self._seq) > _LRU_CAP:  # directed streams to short-lived effectors come and go
+            if len(self._seq) > LRU_CAP:  # directed streams to short-lived effectors come and go
                 for key in list(self._seq)[: len(self._seq) // 2]:
                     if key.startswith(b"@"):
                         del self._seq[key]
@@ -443,7 +381,7 @@ class BusClient:
     # ------------------------------------------------------------------------------------------
     # internals: the loop
     # ------------------------------------------------------------------------------------------
-    def _subscribe(self, sub: _Subscription) -> None:
+    def _subscribe(self, sub: Subscription) -> None:
         self._sub.setsockopt(zmq.SUBSCRIBE, sub.prefix)
         if sub.type_name == ALL:
             self._all_subscribed = True
@@ -547,16 +485,6 @@ class BusClient:
             except Exception:
                 pass
 
-    def _recv_frames(self) -> list[bytes]:
-        """One message's frames (any number: a wrong count is the decoder's to reject)."""
-        sub = self._sub  # Frame.more is a third cheaper than getsockopt(RCVMORE) per frame
-        frame = sub.recv(_NOBLOCK, copy=False)
-        frames = [frame.bytes]
-        while frame.more:
-            frame = sub.recv(_NOBLOCK, copy=False)
-            frames.append(frame.bytes)
-        return frames
-
     def _run_timers(self, now: float) -> int:
         wait = 50.0
         for entry in self._timers:
@@ -604,146 +532,3 @@ class BusClient:
             p.attempts += 1
             p.backoff = min(p.backoff * 2, s.ack_max_backoff_s)
             p.next_at = now + p.backoff
-
-    def _reject(self, exc: ProtocolError) -> None:
-        self.rejected[exc.reason] += 1
-        self._note(exc.reason, f"rejected frame: {exc}")
-
-    def _on_frames(self, frames: list[bytes]) -> None:
-        self.received += 1
-        try:
-            topic, env = decode(frames, self.settings.max_frame_bytes)
-        except ProtocolError as exc:
-            self._reject(exc)
-            return
-        stream = topic.split(b"/", 1)[0]  # = stream_of(topic), inlined on the hot path
-        mine = topic.startswith(self._my_prefix)
-        if mine or self._all_subscribed or stream in self._full_streams:
-            key = (env.node, stream)
-            last = self._last_seq.get(key)
-            if last is not None and env.seq > last + 1:
-                self.gaps[env.node] += env.seq - last - 1
-                if len(self.gaps) > 512:
-                    for node, _ in self.gaps.most_common()[256:]:
-                        del self.gaps[node]
-            if last is None or env.seq > last:
-                if last is None and len(self._last_seq) >= _LRU_CAP * 2:
-                    for old in list(self._last_seq)[:_LRU_CAP]:  # oldest senders first
-                        del self._last_seq[old]
-                self._last_seq[key] = env.seq
-        tname = env.type
-        if mine:
-            if tname == "Hello":
-                if env.body.get("nonce") == self._hello_nonce:
-                    self._hello_nonce = ""
-                    self._ready.set()
-                    for ev in self._hello_waiters:
-                        ev.set()
-                    self._hello_waiters.clear()
-                return
-            if tname == "Ack":
-                self._on_ack(env)
-                return
-            if env.corr and env.corr in self._futures:
-                try:
-                    body = parse_body(env)
-                except ProtocolError as exc:
-                    self._reject(exc)
-                    return
-                fut = self._futures.get(env.corr)
-                if fut and not fut.done():
-                    fut.set_result((env, body))
-                return
-        subs = self._by_type.get(tname)
-        if self._wildcard:
-            subs = (subs or []) + self._wildcard
-        if not subs:
-            return
-        body = None
-        for sub in subs:
-            if sub.task and env.task != sub.task:
-                continue
-            if sub.type_name != ALL and topic.startswith(b"@") and not mine:
-                continue  # directed at another process
-            if sub.partition and not self.owns(env.task):
-                continue
-            if sub.raw:
-                msg = None
-            else:
-                if body is None:
-                    try:
-                        body = parse_body(env)
-                    except ProtocolError as exc:
-                        self._reject(exc)
-                        return
-                msg = body
-            if sub.when is not None:
-                try:
-                    if not sub.when(env, msg):
-                        continue
-                except Exception:
-                    continue
-            if sub.request:
-                cached = self._replies.get(env.id)
-                if cached is not None:
-                    self._send_frames(cached)
-                    continue
-                if env.id in self._answering:
-                    continue  # a re-sent request whose first copy is still being answered
-                self._answering.add(env.id)
-            if sub.ack:
-                state = self._seen.get(env.id)
-                if state == "done":
-                    self._ack(env)
-                    continue
-                if state == "running":
-                    continue
-                self._seen.put(env.id, "running")
-            if sub.threaded:
-                with self._in_flight_lock:
-                    self._in_flight += 1
-                self._pool.submit(self._run_handler, sub, env, msg, True)
-            else:
-                self._run_handler(sub, env, msg, False)
-
-    def _run_handler(self, sub: _Subscription, env: Envelope, msg: Any, threaded: bool) -> None:
-        ok, error, result = True, None, None
-        try:
-            result = sub.fn(env, msg)
-        except Exception as exc:
-            ok, error = False, f"{type(exc).__name__}: {exc}"
-            self.handler_errors += 1
-            log.exception("%s: handler for %s failed", self.node, env.type)
-        finally:
-            if threaded:
-                with self._in_flight_lock:
-                    self._in_flight -= 1
-        if sub.request:
-            if isinstance(result, Body):
-                self._submit(("reply", env, result, None))  # cached before it returns
-            self._answering.discard(env.id)
-        if sub.ack:
-            def finish():
-                self._seen.put(env.id, "done")
-                self._ack(env, ok, error)
-            self._call_in_loop(finish) if threaded else finish()
-
-    def _on_ack(self, env: Envelope) -> None:
-        ack_id = env.body.get("ack_id")
-        p = self._pending.get(ack_id) if isinstance(ack_id, str) else None
-        if p is None:
-            return
-        if env.body.get("ok") is False:
-            log.warning("%s: %s %s handled with error by %s: %s", self.node, p.type_name, ack_id,
-                        env.sender, env.body.get("error"))
-        p.acked.add(env.sender)
-        if p.consumers <= p.acked:
-            del self._pending[ack_id]
-            if p.on_done:
-                try:
-                    p.on_done(True)
-                except Exception:
-                    log.exception("%s: on_done callback failed", self.node)
-
-
-__all__ = ["BusClient", "BusTimeout", "ALL", "PROTOCOL_VERSION", "Ack", "Hello"]

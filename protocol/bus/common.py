@@ -1,0 +1,60 @@
+"""Types the bus client's halves share: subscriptions, pending work messages, bounded maps."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from ..envelope import Envelope, topic_for
+
+Handler = Callable[[Envelope, Any], Any]
+ALL = "*"
+LRU_CAP = 8192
+
+
+class BusTimeout(TimeoutError):
+    pass
+
+
+@dataclass
+class Subscription:
+    type_name: str                 # message type, or "*" for everything
+    fn: Handler
+    ack: bool = False              # this process is a consumer: acknowledge and de-duplicate
+    partition: bool = False        # only the owning instance of a scalable role handles the task
+    threaded: bool = False
+    request: bool = False          # fn returns the reply body; replies are cached by request id
+    task: Optional[str] = None     # only this task's messages
+    when: Optional[Callable[[Envelope, Any], bool]] = None  # extra filter (e.g. "addressed to me")
+    raw: bool = False              # receive the envelope only, skip body validation
+
+    @property
+    def prefix(self) -> bytes:
+        if self.type_name == ALL:
+            return b""
+        return topic_for(self.type_name, self.task) if self.task else f"{self.type_name}/".encode()
+
+
+@dataclass
+class Pending:
+    frames: list[bytes]
+    consumers: set[str]
+    type_name: str
+    first_sent: float
+    next_at: float
+    backoff: float
+    acked: set[str] = field(default_factory=set)
+    on_done: Optional[Callable[[bool], None]] = None
+    attempts: int = 1
+
+
+class Lru(OrderedDict):
+    def __init__(self, cap: int):
+        super().__init__()
+        self.cap = cap
+
+    def put(self, key, value):
+        self[key] = value
+        self.move_to_end(key)
+        if len(self) > self.cap:
+            self.popitem(last=False)

@@ -1,0 +1,170 @@
+"""The receiving half of BusClient: decoding, sequence gaps, the handshake echo, acks and dispatch
+to handlers (de-duplicated, partitioned, threaded or not). Runs on the loop thread."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import zmq
+
+from ..envelope import Envelope, ProtocolError, decode, parse_body
+from ..messages import Body
+from .common import ALL, LRU_CAP, Subscription
+
+log = logging.getLogger("artoo.bus")
+
+_NOBLOCK = int(zmq.NOBLOCK)
+
+
+class Inbound:
+    """Mixin of BusClient (its state is set up in BusClient.__init__)."""
+
+    def _recv_frames(self) -> list[bytes]:
+        """One message's frames (any number: a wrong count is the decoder's to reject)."""
+        sub = self._sub  # Frame.more is a third cheaper than getsockopt(RCVMORE) per frame
+        frame = sub.recv(_NOBLOCK, copy=False)
+        frames = [frame.bytes]
+        while frame.more:
+            frame = sub.recv(_NOBLOCK, copy=False)
+            frames.append(frame.bytes)
+        return frames
+
+    def _reject(self, exc: ProtocolError) -> None:
+        self.rejected[exc.reason] += 1
+        self._note(exc.reason, f"rejected frame: {exc}")
+
+    def _on_frames(self, frames: list[bytes]) -> None:
+        self.received += 1
+        try:
+            topic, env = decode(frames, self.settings.max_frame_bytes)
+        except ProtocolError as exc:
+            self._reject(exc)
+            return
+        stream = topic.split(b"/", 1)[0]  # = stream_of(topic), inlined on the hot path
+        mine = topic.startswith(self._my_prefix)
+        if mine or self._all_subscribed or stream in self._full_streams:
+            key = (env.node, stream)
+            last = self._last_seq.get(key)
+            if last is not None and env.seq > last + 1:
+                self.gaps[env.node] += env.seq - last - 1
+                if len(self.gaps) > 512:
+                    for node, _ in self.gaps.most_common()[256:]:
+                        del self.gaps[node]
+            if last is None or env.seq > last:
+                if last is None and len(self._last_seq) >= LRU_CAP * 2:
+                    for old in list(self._last_seq)[:LRU_CAP]:  # oldest senders first
+                        del self._last_seq[old]
+                self._last_seq[key] = env.seq
+        tname = env.type
+        if mine:
+            if tname == "Hello":
+                if env.body.get("nonce") == self._hello_nonce:
+                    self._hello_nonce = ""
+                    self._ready.set()
+                    for ev in self._hello_waiters:
+                        ev.set()
+                    self._hello_waiters.clear()
+                return
+            if tname == "Ack":
+                self._on_ack(env)
+                return
+            if env.corr and env.corr in self._futures:
+                try:
+                    body = parse_body(env)
+                except ProtocolError as exc:
+                    self._reject(exc)
+                    return
+                fut = self._futures.get(env.corr)
+                if fut and not fut.done():
+                    fut.set_result((env, body))
+                return
+        subs = self._by_type.get(tname)
+        if self._wildcard:
+            subs = (subs or []) + self._wildcard
+        if not subs:
+            return
+        body = None
+        for sub in subs:
+            if sub.task and env.task != sub.task:
+                continue
+            if sub.type_name != ALL and topic.startswith(b"@") and not mine:
+                continue  # directed at another process
+            if sub.partition and not self.owns(env.task):
+                continue
+            if sub.raw:
+                msg = None
+            else:
+                if body is None:
+                    try:
+                        body = parse_body(env)
+                    except ProtocolError as exc:
+                        self._reject(exc)
+                        return
+                msg = body
+            if sub.when is not None:
+                try:
+                    if not sub.when(env, msg):
+                        continue
+                except Exception:
+                    continue
+            if sub.request:
+                cached = self._replies.get(env.id)
+                if cached is not None:
+                    self._send_frames(cached)
+                    continue
+                if env.id in self._answering:
+                    continue  # a re-sent request whose first copy is still being answered
+                self._answering.add(env.id)
+            if sub.ack:
+                state = self._seen.get(env.id)
+                if state == "done":
+                    self._ack(env)
+                    continue
+                if state == "running":
+                    continue
+                self._seen.put(env.id, "running")
+            if sub.threaded:
+                with self._in_flight_lock:
+                    self._in_flight += 1
+                self._pool.submit(self._run_handler, sub, env, msg, True)
+            else:
+                self._run_handler(sub, env, msg, False)
+
+    def _run_handler(self, sub: Subscription, env: Envelope, msg: Any, threaded: bool) -> None:
+        ok, error, result = True, None, None
+        try:
+            result = sub.fn(env, msg)
+        except Exception as exc:
+            ok, error = False, f"{type(exc).__name__}: {exc}"
+            self.handler_errors += 1
+            log.exception("%s: handler for %s failed", self.node, env.type)
+        finally:
+            if threaded:
+                with self._in_flight_lock:
+                    self._in_flight -= 1
+        if sub.request:
+            if isinstance(result, Body):
+                self._submit(("reply", env, result, None))  # cached before it returns
+            self._answering.discard(env.id)
+        if sub.ack:
+            def finish():
+                self._seen.put(env.id, "done")
+                self._ack(env, ok, error)
+            self._call_in_loop(finish) if threaded else finish()
+
+    def _on_ack(self, env: Envelope) -> None:
+        ack_id = env.body.get("ack_id")
+        p = self._pending.get(ack_id) if isinstance(ack_id, str) else None
+        if p is None:
+            return
+        if env.body.get("ok") is False:
+            log.warning("%s: %s %s handled with error by %s: %s", self.node, p.type_name, ack_id,
+                        env.sender, env.body.get("error"))
+        p.acked.add(env.sender)
+        if p.consumers <= p.acked:
+            del self._pending[ack_id]
+            if p.on_done:
+                try:
+                    p.on_done(True)
+                except Exception:
+                    log.exception("%s: on_done callback failed", self.node)
