@@ -118,11 +118,14 @@ def new_task(prefix="t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def outcome(task, intent, status, *, verdicts=(), calls=(), output=None, reason=None):
+def outcome(task, intent, status, *, verdicts=(), calls=(), output=None, reason=None,
+            verified=None):
+    """A subtask outcome; a matched one counts as checked by code (Law 0) unless told otherwise."""
     return SubTaskOutcome(task_id=task, subtask_id=f"{task}-{intent}-{uuid.uuid4().hex[:4]}",
                           parent_task_id=task, intent=intent, status=status, output=output,
                           failure_reason=reason, criteria_verdicts=list(verdicts),
-                          tool_calls=list(calls))
+                          tool_calls=list(calls),
+                          verified=status == "matched" if verified is None else verified)
 
 
 def fail(text, cls):
@@ -202,6 +205,22 @@ def test_change_path_refine_success_trajectory(harness):
     # per-task state is gone; only the tombstone is left
     hb = h.heartbeat_from(h.procs[0].pid, lambda m: m.info.get("final_results", 0) >= 1)
     assert hb.info["tasks"] == 0 and hb.info["tombstones"] == 1
+
+
+def test_unverified_success_is_reported_as_such_and_teaches_memory_nothing(harness):
+    """Law 0: a success no code checked ends as 'unverified' and writes no terminal Megram, so
+    the next run is not taught to repeat an approach nobody confirmed."""
+    h = harness
+    h.start_ggs()
+    task = new_task()
+    h.task_spec(task)
+    h.replan(task, [outcome(task, "count them", "matched", verdicts=[ok("n known")], output=7,
+                            verified=False)])
+    final = h.next_of("FinalResult", task, 1)
+    assert final.directive == "success"
+    assert (final.status, final.verified) == ("unverified", False)
+    assert final.unverified == ["not checked by code"]
+    assert h.types_for(task) == ["FinalResult"]
 
 
 def test_two_worsening_rounds_abandon_below_theta(harness):
