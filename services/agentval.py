@@ -27,9 +27,9 @@ from protocol.messages import (CorrectionSignal, Criterion, CriterionVerdict, Ex
                                GapTrajectoryPoint, SubTask, SubTaskOutcome, ToolCallRecord)
 from protocol.settings import Settings
 
-from . import tasklog
+from services.runtime import tasklog
 from .law1 import LAW1
-from .llm import LLMError
+from services.runtime.llm import LLMError
 from .tools import head_tail
 
 log = logging.getLogger("artoo.agentval")
