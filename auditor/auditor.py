@@ -43,7 +43,7 @@ from protocol.envelope import Envelope, ProtocolError, decode, parse_body, strea
 from protocol.messages import AuditReport
 from protocol.routes import ANY, ROLES, ROUTES, SELF, allowed
 from protocol.settings import Settings
-from services.role import run_role
+from services.runtime.role import run_role
 
 from .operator import socket_path
 
@@ -650,7 +650,7 @@ class AuditorService:
 
 
 def setup(client: BusClient, settings: Settings) -> AuditorService:
-    from services.daemon import expected_instances
+    from services.runtime.daemon import expected_instances
     service = AuditorService(settings, expected_instances(), node=client.node).start()
     client.heartbeat_info = service.info
     return service

@@ -192,7 +192,7 @@ def tap(ctx: click.Context, types, task, roles, grep, as_json, count) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def tap_stats(window: float, as_json: bool) -> None:
     """Proxy and capture counters, per-type rates, per-sender gaps and the subscriptions."""
-    from services.bus import query_control
+    from services.runtime.bus import query_control
     settings = _settings()
     try:
         proxy = query_control(settings, "stats")

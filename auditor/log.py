@@ -14,7 +14,7 @@ or reordering any byte breaks the chain at the first damaged record. Removing re
 cannot be seen from the chain alone, so the writer keeps `HEAD` (last durable seq and hash, written
 atomically after every fsync) and `verify` checks the log still reaches it.
 
-`epoch`/`cseq` are the capture relay's incarnation and sequence number (auditor/capture.py): the tap
+`epoch`/`cseq` are the capture relay's incarnation and sequence number (services/runtime/capture.py): the tap
 resumes from the last (epoch, cseq) it wrote, which makes the log exactly-once across tap restarts.
 
 Crash repair never rewrites history: a torn record at the end of the last segment (beyond the HEAD
@@ -37,6 +37,8 @@ from typing import Iterator, Optional
 
 import msgpack
 
+from services.runtime.capture import MSG, RAW, SUB
+
 MAGIC = b"ARTOOAUD"
 FORMAT_VERSION = 1
 SEGMENT_HEADER = struct.Struct("<8sII")           # magic, version, reserved
@@ -49,10 +51,7 @@ GENESIS = bytes(HASH_SIZE)
 MAX_BODY = 64 << 20                              # a body_len above this is damage, not a record
 SEGMENT_RE = re.compile(r"^seg-(\d{12})\.alog$")
 
-# record kinds
-MSG = 0       # a bus message: topic frame + raw envelope bytes
-RAW = 1       # a captured message that is not two frames: payload = msgpack list of frames
-SUB = 2       # a subscription change seen by the proxy (payload = the subscription frame)
+# record kinds: MSG, RAW and SUB are what the proxy captures (services/runtime/capture.py)
 GAP = 3       # capture messages that were lost before reaching the tap (payload: msgpack map)
 REPAIR = 4    # the writer repaired the log at start-up (payload: msgpack map)
 KIND_NAMES = {MSG: "msg", RAW: "raw", SUB: "sub", GAP: "gap", REPAIR: "repair"}

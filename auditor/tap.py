@@ -1,6 +1,6 @@
 """The `tap` process: every bus message, exactly once, into the hash-chained audit log (DESIGN §8).
 
-It connects a DEALER to the capture relay in the bus process (auditor/capture.py), resumes from the
+It connects a DEALER to the capture relay in the bus process (services/runtime/capture.py), resumes from the
 (epoch, cseq) of the last record in the log, appends what the relay sends, hands each received batch
 to the kernel at once (so a SIGKILL loses nothing already received), fsyncs at most
 `tap_fsync_interval_s` after the first unsynced record and only then acknowledges, so the relay
@@ -23,9 +23,9 @@ import zmq
 from protocol import curve
 from protocol.bus import BusClient
 from protocol.settings import Settings
-from services.role import run_role
+from services.runtime.capture import ACK, BATCH_HEAD, DATA, FROM, ITEM, LOST, LOST_RANGE, POS
+from services.runtime.role import run_role
 
-from .capture import ACK, BATCH_HEAD, DATA, FROM, ITEM, LOST, LOST_RANGE, POS
 from .log import GAP, LogWriter
 
 log = logging.getLogger("artoo.tap")

@@ -1,6 +1,6 @@
 """Bus benchmarks (issue 2): throughput, latency at a fixed rate, request/reply and ack round trips.
 
-Every figure goes through a real `services.bus` proxy process with envelope + pydantic validation on
+Every figure goes through a real `services.runtime.bus` proxy process with envelope + pydantic validation on
 both ends (the publisher builds a validated model, the subscriber validates the body it receives).
 The baseline is raw pyzmq PUB→SUB between two processes, no proxy and no validation, measured in the
 same run. Run: `.venv/bin/python benchmarks/bench_bus.py [--messages 200000] [--json]`.
@@ -232,7 +232,7 @@ def bench_round_trips(n: int, env: dict, settings, ctx_mp) -> dict:
 
 def start_bus(env: dict, settings, with_tap: bool = False) -> list[subprocess.Popen]:
     """The proxy (and the tap) as subprocesses; returns once a client's handshake succeeds."""
-    modules = ["services.bus"] + (["auditor.tap"] if with_tap else [])
+    modules = ["services.runtime.bus"] + (["auditor.tap"] if with_tap else [])
     procs = [subprocess.Popen([sys.executable, "-m", m], cwd=REPO, env={**os.environ, **env},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for m in modules]

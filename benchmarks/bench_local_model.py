@@ -32,7 +32,7 @@ import psutil  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
 
 from protocol.settings import load_settings  # noqa: E402
-from services import local_model as lm  # noqa: E402
+from services.runtime import local_model as lm  # noqa: E402
 
 
 class Step(BaseModel):

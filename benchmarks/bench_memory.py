@@ -1,7 +1,7 @@
 """Memory benchmarks (issue 6): QueryMK latency by tag size and store size, acknowledged write
 throughput, one Dreamer cycle and the memory process's RSS at 1M Megrams.
 
-Everything goes through the real processes: a `services.bus` proxy and the `memory_server.server`
+Everything goes through the real processes: a `services.runtime.bus` proxy and the `memory_server.server`
 process with its LMDB file in a temporary ARTOO_HOME; queries are MemoryQuery request/replies and
 writes are acknowledged MemoryWrite work messages, as the planner and GGS use them. Baselines in the
 same run: the bus round trip of a QueryMK on an empty tag (what the bus costs), the same QueryMK
@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import psutil  # noqa: E402
 
 from memory_server import mkct  # noqa: E402
+from services.runtime import mkct as tags  # noqa: E402
 from memory_server.store import MemoryStore  # noqa: E402
 from protocol.bus import BusClient  # noqa: E402
 from protocol.messages import FinalResult, Megram, MemoryQuery, MemoryWrite  # noqa: E402
@@ -45,7 +46,7 @@ BATCH = 1000                # Megrams per MemoryWrite in the batched runs (~300 
 WINDOW = 8                  # MemoryWrites in flight (unacknowledged) at a time
 SIZED_TAGS = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
 SPREAD_TAGS = 100_000       # the rest of the store: micro/macro events over this many tags
-STATES = list(mkct.QUANTIZATION)
+STATES = list(tags.QUANTIZATION)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -58,7 +59,7 @@ def megram(rng: random.Random, space: str, entity: str, now: float, state: str |
     """A GGS-like Megram: mostly change_path micro-events, some terminal outcomes; ages drawn as if
     the Dreamer had not run for a few days (about 10% of the store is due for GC)."""
     state = state or rng.choices(STATES, weights=(6, 8, 6, 8, 8, 62, 2))[0]
-    f, sigma, k = mkct.QUANTIZATION[state]
+    f, sigma, k = tags.QUANTIZATION[state]
     return Megram(space=space, entity=entity, state=state, f=f, sigma=sigma, k=k,
                   created_at=now - min(40.0, rng.expovariate(1 / mean_age_days)) * DAY,
                   content=f"{state}: subtask intent + failure reason / summary, "
@@ -80,7 +81,7 @@ class Rig:
         self.settings = load_settings()
         self.settings.ensure_dirs()
         logs = self.settings.logs_dir
-        self.bus = subprocess.Popen([sys.executable, "-m", "services.bus"], env=self.env,
+        self.bus = subprocess.Popen([sys.executable, "-m", "services.runtime.bus"], env=self.env,
                                     cwd=REPO, stdout=open(logs / "bus.log", "ab"),
                                     stderr=subprocess.STDOUT)
         self.events: queue.Queue = queue.Queue()

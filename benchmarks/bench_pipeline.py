@@ -116,7 +116,7 @@ class Submitter:
 
 def llm_floor(settings, n: int) -> list[float]:
     """The six sequential LLM calls of one task through the real client."""
-    from services.llm import LLMClient
+    from services.runtime.llm import LLMClient
     from services.metaval import MergeVerdict
     from services.perceiver import Perception
     from services.planner import PlanReply
@@ -146,7 +146,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="at-bp-", dir="/tmp"))
     (root / "home").mkdir()
     (root / "ws").mkdir()
-    from services import daemon
+    from services.runtime import daemon
     with ScriptedLLM() as llm:
         for role, reply in REPLIES.items():
             llm.on(role, reply if callable(reply) else (lambda req, reply=reply: reply))

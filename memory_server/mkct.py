@@ -1,4 +1,5 @@
-"""MKCT convolution math and tag conventions (seeds/000 §4.2–§4.4, §4.7): pure functions, no I/O.
+"""MKCT convolution math (seeds/000 §4.4, §4.7): pure functions, no I/O. The tag conventions and
+the quantization matrix that roles use too are in services/runtime/mkct.py.
 
 Potentials over the Megrams of one (space, entity) tag pair, with Δt in days measured from the decay
 origin max(created, last_recalled):
@@ -43,42 +44,6 @@ KEY_BYTES = 16
 KEYED_ENTRY_DTYPE = np.dtype([("tag", f"V{KEY_BYTES}")] + [(n, ENTRY_DTYPE.fields[n][0])
                                                           for n in ENTRY_DTYPE.names])
 assert ENTRY_BYTES == 64 and KEYED_ENTRY_DTYPE.itemsize == 80
-
-# ---------------------------------------------------------------------------------------------
-# the GGS quantization matrix (seeds/000 §4.3): macro-state → (f, σ, k)
-# ---------------------------------------------------------------------------------------------
-
-QUANTIZATION: dict[str, tuple[float, float, float]] = {
-    "abandon": (0.95, -1.0, 0.05),
-    "accept": (0.90, +1.0, 0.05),
-    "change_approach": (0.85, -1.0, 0.05),
-    "success": (0.80, +1.0, 0.05),
-    "break_symmetry": (0.75, +1.0, 0.05),
-    "change_path": (0.30, 0.0, 0.2),
-    "refine": (0.10, +0.5, 0.5),
-}
-
-# ---------------------------------------------------------------------------------------------
-# tag conventions (seeds/000 §4.2): macro events on the intent, micro events on tool × target
-# ---------------------------------------------------------------------------------------------
-
-ENV_LOCAL = "env:local"
-GLOBAL_USER = "global:user"      # where operator-remembered rules live by default
-
-
-def intent_space(slug: str) -> str:
-    """The space tag of a task intent: `intent:<slug>` (idempotent on an already-prefixed slug)."""
-    slug = (slug or "").strip()
-    return slug if slug.startswith("intent:") else f"intent:{slug}"
-
-
-def tool_space(tool: str) -> str:
-    return f"tool:{tool}"
-
-
-def target_entity(target: str) -> str:
-    return f"target:{target}"
-
 
 # ---------------------------------------------------------------------------------------------
 # potentials

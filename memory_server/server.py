@@ -24,8 +24,8 @@ from dataclasses import replace
 from protocol.bus import BusClient
 from protocol.messages import MemoryQuery, MemoryResult, MemoryWrite, SopRecord
 from protocol.settings import Settings, load_settings
+from services.runtime.mkct import ENV_LOCAL, GLOBAL_USER
 
-from . import mkct
 from .dreamer import Dreamer
 from .store import MemoryStore, StoreError
 
@@ -99,8 +99,8 @@ class MemoryService:
                                 action=pot.action, megrams=top)
         if q.op == "calibrate":
             sops = store.query_c(space, entity, now)
-            if (space, entity) != (mkct.GLOBAL_USER, mkct.ENV_LOCAL):
-                sops += store.query_c(mkct.GLOBAL_USER, mkct.ENV_LOCAL, now)
+            if (space, entity) != (GLOBAL_USER, ENV_LOCAL):
+                sops += store.query_c(GLOBAL_USER, ENV_LOCAL, now)
             pot, top = store.query_mk(space, entity, now, top_n)
             return MemoryResult(op=q.op, sops=sops, attention=pot.attention,
                                 decision=pot.decision, action=pot.action, megrams=top)
@@ -128,8 +128,8 @@ class MemoryService:
                                 action=detail["group"]["action"])
         if q.op == "remember":
             level = q.level or "C"
-            m = store.remember(q.text, level=level, space=space or mkct.GLOBAL_USER,
-                               entity=entity or mkct.ENV_LOCAL, sigma=q.sigma)
+            m = store.remember(q.text, level=level, space=space or GLOBAL_USER,
+                               entity=entity or ENV_LOCAL, sigma=q.sigma)
             return MemoryResult(op=q.op, megrams=[m])
         if q.op == "forget":
             return MemoryResult(op=q.op, megrams=[store.forget(q.id)])
@@ -162,7 +162,7 @@ def setup(client: BusClient, settings: Settings) -> MemoryService:
                         cache_bytes=settings.memory_tag_cache_mb << 20)
 
     def llm_factory():
-        from services.llm import LLMClient
+        from services.runtime.llm import LLMClient
         return LLMClient.for_role("memory", settings, bus=client)
 
     dreamer = Dreamer(store, settings, publish=client.publish, llm_factory=llm_factory)
@@ -176,7 +176,7 @@ def setup(client: BusClient, settings: Settings) -> MemoryService:
 
 
 def main() -> int:
-    from services.role import run_role
+    from services.runtime.role import run_role
     settings = load_settings()
     # Write handlers hold a worker thread until their commit; give queries threads of their own.
     settings = replace(settings, handler_threads=max(settings.handler_threads, 32))

@@ -50,6 +50,7 @@ import msgpack
 import numpy as np
 
 from protocol.messages import Megram, SopRecord
+from services.runtime.mkct import ENV_LOCAL, GLOBAL_USER
 
 from . import mkct
 from .mkct import (ENTRY_BYTES, ENTRY_DTYPE, FLAG_CONSOLIDATED, FLAG_LIFECYCLE, KEY_BYTES,
@@ -866,15 +867,15 @@ class MemoryStore:
                 problems.append(f"{levels} level entries but {len(indexed)} index entries")
         return problems
 
-    def remember(self, text: str, *, level: str = "C", space: str = mkct.GLOBAL_USER,
-                 entity: str = mkct.ENV_LOCAL, sigma: float | None = None) -> Megram:
+    def remember(self, text: str, *, level: str = "C", space: str = GLOBAL_USER,
+                 entity: str = ENV_LOCAL, sigma: float | None = None) -> Megram:
         """An operator-injected Megram: C and T are timeless rules, M and K decay like GGS's."""
         text = text.strip()
         if not text:
             raise StoreError("nothing to remember: the text is empty")
         f, k, state = {"T": (1.0, 0.0, "persona"), "C": (1.0, 0.0, "user-injected"),
                        "K": (0.9, 0.05, "user-injected"), "M": (0.9, 0.05, "user-injected")}[level]
-        m = Megram(level=level, space=space or mkct.GLOBAL_USER, entity=entity or mkct.ENV_LOCAL,
+        m = Megram(level=level, space=space or GLOBAL_USER, entity=entity or ENV_LOCAL,
                    content=text, state=state, f=f, sigma=1.0 if sigma is None else sigma, k=k)
         ids, errors = self.write([m])
         if errors:

@@ -1,2 +1,2 @@
-"""artoo role processes, the bus proxy, the effector spawner, the LLM client, the tools and the CLI."""
-__version__ = "0.1.0"
+"""artoo's processes: runtime/ (what every process uses), roles/ (the agent roles), safety/ (Law 1,
+tools, workspace confinement) and cli/ (the `artoo` command)."""

@@ -35,9 +35,9 @@ from protocol.messages import (CorrectionSignal, Criterion, CriterionVerdict, Ex
                                GapTrajectoryPoint, SubTask, SubTaskOutcome, ToolCallRecord)
 from protocol.settings import Settings
 
-from . import tasklog
+from services.runtime import tasklog
 from .law1 import LAW1
-from .llm import LLMError
+from services.runtime.llm import LLMError
 from .tools import head_tail
 from .safety import evidence as values
 from .verifier import Law0Report, Verifier, answer_text

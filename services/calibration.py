@@ -27,9 +27,9 @@ from protocol.bus import BusTimeout
 from protocol.messages import Megram, MemoryQuery, MemoryRecall, MemoryResult, SopRecord, TaskSpec
 from protocol.settings import Settings, load_settings
 
-from memory_server.mkct import ENV_LOCAL, intent_space, target_entity, tool_space
+from services.runtime.mkct import ENV_LOCAL, intent_space, target_entity, tool_space
 
-from . import tasklog
+from services.runtime import tasklog
 
 log = logging.getLogger("artoo.calibration")
 

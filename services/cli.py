@@ -15,7 +15,7 @@ from rich.table import Table
 from protocol.bus import BusTimeout
 from protocol.settings import load_settings
 
-from . import __version__, daemon
+from services.runtime import __version__, daemon
 
 console = Console()
 err_console = Console(stderr=True)

@@ -34,7 +34,8 @@ from protocol.messages import (ApprovalDecision, ApprovalRequest, ClarificationR
                                UserRequest)
 from protocol.settings import Settings, load_settings, workspace_problem
 
-from . import render, tasklog
+from services.runtime import tasklog
+from . import render
 
 RESULT_GRACE_S = 30.0       # wait this long past the task deadline before giving up
 CANCEL_REPEAT_S = 1.0

@@ -11,7 +11,7 @@
   failed SubTaskOutcome sent by the dispatcher, so the meta-validator never waits for a dead process.
 * Every outcome is relayed to the meta-validator (acknowledged), so an outcome survives an effector
   that exited before the meta-validator (maybe restarting) acknowledged it.
-* Per-task state is persisted (services/taskstate.py) at every step, so a SIGKILLed planner resumes
+* Per-task state is persisted (services/runtime/taskstate.py) at every step, so a SIGKILLed planner resumes
   the task where it was; it is dropped at FinalResult or TaskCancel.
 """
 from __future__ import annotations
@@ -31,8 +31,8 @@ from protocol.messages import (Criterion, DispatchManifest, EffectorExited, Effe
                                TaskSpec)
 from protocol.settings import Settings
 
-from . import tasklog
-from .taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
+from services.runtime import tasklog
+from services.runtime.taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
 from .tools import head_tail
 
 log = logging.getLogger("artoo.dispatcher")

@@ -31,10 +31,11 @@ from protocol.messages import (CorrectionSignal, CriterionVerdict, ExecutionResu
                                SubTaskOutcome)
 from protocol.settings import Settings, load_settings, workspace_problem
 
-from . import law1, tasklog
+from services.runtime import tasklog
+from . import law1
 from .agentval import AgentValidator, Judgement
 from .executor import Executor
-from .llm import LLMClient, LLMError
+from services.runtime.llm import LLMClient, LLMError
 from .tools import Toolbox
 from .verifier import Verifier
 
@@ -271,7 +272,7 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
 def main(argv: list[str] | None = None) -> int:
     """`python -m services.effector SUBTASK.json`: run one effector outside the spawner
     (debugging, and the cold-start baseline of the spawn benchmark)."""
-    from .role import configure_logging
+    from services.runtime.role import configure_logging
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("subtask", help="path to a SubTask JSON file ('-' = stdin)")
     args = parser.parse_args(argv)

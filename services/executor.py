@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from protocol.messages import CorrectionSignal, ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
-from . import tasklog
-from .llm import LLMError
+from services.runtime import tasklog
+from services.runtime.llm import LLMError
 from .safety import evidence
 from .tools import TOOL_SPECS, Toolbox, head_tail
 

@@ -37,8 +37,9 @@ from protocol.messages import (MESSAGE_TYPES, FinalResult, LossBreakdown, Memory
                                SubTaskOutcome, TaskCancel, TaskSpec)
 from protocol.settings import Settings, load_settings
 
-from . import loss, tasklog
-from .taskstate import TaskStateStore
+from services.runtime import tasklog
+from . import loss
+from services.runtime.taskstate import TaskStateStore
 from .loss import GgsParams, RoundResult, Trajectory
 
 log = logging.getLogger("artoo.ggs")
@@ -518,7 +519,7 @@ def setup(client: BusClient, settings: Settings) -> Solver:
 
 
 def main() -> int:
-    from .role import run_role
+    from services.runtime.role import run_role
     return run_role(ROLE, setup)
 
 

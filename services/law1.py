@@ -35,7 +35,7 @@ import bashlex
 from protocol.messages import ApprovalDecision, ApprovalRequest, SubTask
 from protocol.settings import Settings
 
-from . import tasklog
+from services.runtime import tasklog
 
 log = logging.getLogger("artoo.law1")
 

@@ -24,8 +24,8 @@ from typing import Any, Iterable, Optional, Union
 
 from pydantic import BaseModel, Field
 
-from memory_server.mkct import (ENV_LOCAL, QUANTIZATION, intent_space, target_entity,
-                                tool_space)
+from services.runtime.mkct import (ENV_LOCAL, QUANTIZATION, intent_space, target_entity,
+                                   tool_space)
 from protocol.messages import (CriterionVerdict, LossBreakdown, Megram, OutcomeSummary,
                                ReplanRequest, SubTaskOutcome, ToolCallRecord)
 

@@ -29,12 +29,12 @@ from protocol.messages import (Criterion, CriterionVerdict, DispatchManifest, Fi
                                OutcomeSummary, ReplanRequest, SubTaskOutcome, TaskCancel)
 from protocol.settings import Settings
 
-from . import tasklog
+from services.runtime import tasklog
 from .dispatcher import render_output
 from .tools import head_tail
-from .llm import LLMClient, LLMError
-from .role import run_role
-from .taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
+from services.runtime.llm import LLMClient, LLMError
+from services.runtime.role import run_role
+from services.runtime.taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
 
 ROLE = "metaval"
 log = logging.getLogger("artoo.metaval")

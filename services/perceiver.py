@@ -33,10 +33,10 @@ from protocol.messages import (ClarificationReply, ClarificationRequest, Convers
                                TaskConstraints, TaskSpec, UserRequest)
 from protocol.settings import Settings
 
-from . import tasklog
-from .llm import LLMClient, LLMError
-from .role import run_role
-from .taskstate import TaskStateStore
+from services.runtime import tasklog
+from services.runtime.llm import LLMClient, LLMError
+from services.runtime.role import run_role
+from services.runtime.taskstate import TaskStateStore
 
 ROLE = "perceiver"
 log = logging.getLogger("artoo.perceiver")

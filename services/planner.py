@@ -24,11 +24,11 @@ from protocol.messages import (FinalResult, MemoryRecall, PlanDirective, Plannin
                                TaskSpec)
 from protocol.settings import Settings
 
-from . import tasklog
+from services.runtime import tasklog
 from .calibration import build_constraints, calibrate
 from .dispatcher import Dispatcher, TaskPlan
-from .llm import LLMClient, LLMError
-from .role import run_role
+from services.runtime.llm import LLMClient, LLMError
+from services.runtime.role import run_role
 
 ROLE = "planner"
 log = logging.getLogger("artoo.planner")

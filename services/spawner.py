@@ -99,7 +99,7 @@ class FrameReader:
 
 def zygote_main(fd: int) -> int:
     """Preload the effector stack, then fork one effector per spawn request."""
-    from .role import configure_logging
+    from services.runtime.role import configure_logging
     configure_logging("effector")
     # SIGTERM, not SIGKILL, when the spawner dies: the zygote then kills every effector's whole
     # session (tool processes included) before it exits. A socket EOF does the same.
@@ -634,7 +634,7 @@ def setup(client: BusClient, settings: Settings) -> Spawner:
 def main() -> int:
     if len(sys.argv) >= 3 and sys.argv[1] == "--zygote":
         return zygote_main(int(sys.argv[2]))
-    from .role import run_role
+    from services.runtime.role import run_role
     return run_role("spawner", setup)
 
 

@@ -11,7 +11,7 @@ import msgpack
 
 from auditor import log as audit_log
 from conftest import start_process, wait_bus_ready
-from services.bus import query_control
+from services.runtime.bus import query_control
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, what: str,
@@ -33,7 +33,7 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str,
 
 def start_bus(settings, env: dict | None = None):
     """The bus proxy with capture on (the capture relay buffers until a tap connects)."""
-    proc = start_process(["-m", "services.bus"], {"ARTOO_CAPTURE": "1", **(env or {})}, "bus")
+    proc = start_process(["-m", "services.runtime.bus"], {"ARTOO_CAPTURE": "1", **(env or {})}, "bus")
     wait_bus_ready(settings)
     return proc
 

@@ -91,8 +91,8 @@ def wait_bus_ready(settings, timeout: float = 15.0) -> None:
 
 @pytest.fixture
 def bus_process(settings, artoo_env):
-    """A real `services.bus` proxy process (capture off unless a test starts a tap)."""
-    proc = start_process(["-m", "services.bus"], {"ARTOO_CAPTURE": "0"}, "bus")
+    """A real `services.runtime.bus` proxy process (capture off unless a test starts a tap)."""
+    proc = start_process(["-m", "services.runtime.bus"], {"ARTOO_CAPTURE": "0"}, "bus")
     try:
         wait_bus_ready(settings)
         yield proc
@@ -122,7 +122,7 @@ def bus_clients(settings):
 @pytest.fixture
 def daemon(artoo_env, settings):
     """The full daemon via `artoo up`; `artoo down` at teardown, asserting nothing is left."""
-    from services import daemon as d
+    from services.runtime import daemon as d
     report = d.up(settings, timeout_s=120)
     try:
         yield report

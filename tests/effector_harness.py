@@ -81,7 +81,7 @@ class EffectorHarness:
                 else:
                     os.environ[k] = v
         self.settings.ensure_dirs()
-        self.bus = start_process(["-m", "services.bus"], self.env, "bus")
+        self.bus = start_process(["-m", "services.runtime.bus"], self.env, "bus")
         self.spawners: dict[str, Any] = {}                 # node id -> Popen
         self.clients: list[BusClient] = []
         self.seen = Recorder()

@@ -126,7 +126,7 @@ class Stack:
         self.bus = None
 
     def start_bus(self) -> None:
-        self.bus = start_process(["-m", "services.bus"], {"ARTOO_CAPTURE": "0"}, "bus")
+        self.bus = start_process(["-m", "services.runtime.bus"], {"ARTOO_CAPTURE": "0"}, "bus")
         wait_bus_ready(self.settings)
 
     def start_role(self, role: str, wait: bool = True) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from protocol.messages import MESSAGE_TYPES, MemoryResult  # noqa: E402
-from services.role import run_role  # noqa: E402
+from services.runtime.role import run_role  # noqa: E402
 
 
 def setup(client, settings):

@@ -244,7 +244,7 @@ def test_gaps_are_counted_and_duplicate_work_is_handled_once(probe, settings, bu
 
 def test_acked_work_survives_proxy_restart_exactly_once(settings, artoo_env):
     bus_env = {"ARTOO_CAPTURE": "0"}
-    proxy = start_process(["-m", "services.bus"], bus_env, "bus")
+    proxy = start_process(["-m", "services.runtime.bus"], bus_env, "bus")
     role = sender = None
     try:
         wait_bus_ready(settings)
@@ -274,7 +274,7 @@ def test_acked_work_survives_proxy_restart_exactly_once(settings, artoo_env):
         proxy.wait(10)
         for i in range(150, total):
             send(i)  # sent while there is no proxy at all
-        proxy = start_process(["-m", "services.bus"], bus_env, "bus")
+        proxy = start_process(["-m", "services.runtime.bus"], bus_env, "bus")
         assert all_acked.wait(60), f"only {len(acked)} of {total} acknowledged"
         assert all(ok for _, ok in acked) and sender.stats()["lost"] == 0
         assert sorted(sid for sid, _ in acked) == [f"s{i:03d}" for i in range(total)]
@@ -296,7 +296,7 @@ def test_acked_work_survives_proxy_restart_exactly_once(settings, artoo_env):
 # ----------------------------------------------------------------------------------------------
 
 def test_second_proxy_refuses_and_first_keeps_serving(bus_process, settings, artoo_env):
-    second = subprocess.run([sys.executable, "-m", "services.bus"], cwd=REPO, timeout=30,
+    second = subprocess.run([sys.executable, "-m", "services.runtime.bus"], cwd=REPO, timeout=30,
                             env={**os.environ, "ARTOO_CAPTURE": "0"}, capture_output=True,
                             text=True)
     assert second.returncode == 1
@@ -326,7 +326,7 @@ def test_tcp_endpoints_require_an_allowed_curve_key(artoo_env, monkeypatch, tmp_
     settings = load_settings()
     settings.ensure_dirs()
     curve.ensure_keys(settings)  # what `artoo up` does for a tcp configuration
-    proxy = start_process(["-m", "services.bus"], {"ARTOO_CAPTURE": "0"}, "bus")
+    proxy = start_process(["-m", "services.runtime.bus"], {"ARTOO_CAPTURE": "0"}, "bus")
     clients = []
     try:
         wait_bus_ready(settings)
@@ -338,7 +338,7 @@ def test_tcp_endpoints_require_an_allowed_curve_key(artoo_env, monkeypatch, tmp_
         clients.append(talker)
         talker.publish(build(EffectorStarted))
         assert got.wait(10), "an allowed client's message did not arrive"
-        from services.bus import query_control
+        from services.runtime.bus import query_control
         assert query_control(settings)["ok"] is True
 
         # A stranger who even knows the server's public key is refused at the ZAP allow-list.

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REPO
 from scripted_llm import ScriptedLLM
-from services import daemon
+from services.runtime import daemon
 
 ARTOO = str(Path(sys.executable).with_name("artoo"))
 

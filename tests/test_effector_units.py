@@ -12,7 +12,7 @@ from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, T
 from services import law1
 from services.agentval import AgentValidator, ValidatorReply, environmental_cause
 from services.executor import Executor, ExecutorStep, signature
-from services.llm import LLMError
+from services.runtime.llm import LLMError
 from services.tools import Toolbox
 
 

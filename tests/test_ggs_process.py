@@ -15,7 +15,7 @@ from conftest import start_process, stop_process
 from protocol.envelope import owner
 from protocol.messages import (CriterionVerdict, OutcomeSummary, PlanningFailed, ReplanRequest,
                                SubTaskOutcome, TaskCancel, TaskSpec, ToolCallRecord)
-from services import tasklog
+from services.runtime import tasklog
 
 WAIT = 20.0
 

@@ -8,8 +8,8 @@ import pytest
 from pydantic import BaseModel
 
 from scripted_llm import Delay, Drop, Http, ScriptedLLM
-from services import tasklog
-from services.llm import LLMClient, LLMError, extract_json, parse_model, strip_reasoning, tier_config
+from services.runtime import tasklog
+from services.runtime.llm import LLMClient, LLMError, extract_json, parse_model, strip_reasoning, tier_config
 
 
 class Plan(BaseModel):
@@ -162,7 +162,7 @@ def test_grammar_safe_schema_types_every_any_field():
     """llama.cpp cannot compile an untyped node (a pydantic `Any`) and then constrains nothing."""
     from typing import Any, Optional
 
-    from services.llm import grammar_safe_schema
+    from services.runtime.llm import grammar_safe_schema
 
     class Step(BaseModel):
         action: str

@@ -19,8 +19,8 @@ import pytest
 from pydantic import BaseModel
 
 from protocol.settings import load_settings
-from services import daemon as d
-from services import local_model as lm
+from services.runtime import daemon as d
+from services.runtime import local_model as lm
 
 # The data dir the installer assembled the bundled model into (before fixtures move ARTOO_HOME).
 INSTALL_HOME = Path(os.environ.get("ARTOO_HOME") or "~/.artoo").expanduser()
@@ -257,7 +257,7 @@ def test_up_fails_fast_naming_llm_when_the_model_cannot_load(local_gguf, tmp_pat
     keep = [b for b in blocks[1:] if not b.startswith("program:") or
             b.startswith(("program:bus]", "program:llm]"))]
     conf = tmp_path / "supervisord.conf"
-    # `%(here)s` in the copy must still be the repo, where `python -m services.bus` resolves
+    # `%(here)s` in the copy must still be the repo, where `python -m services.runtime.bus` resolves
     conf.write_text("\n[".join([blocks[0], *keep]).replace("%(here)s", str(d.REPO_ROOT)))
     monkeypatch.setenv("ARTOO_SUPERVISORD_CONF", str(conf))
     try:
@@ -294,7 +294,7 @@ def test_real_model_under_the_daemon_answers_schema_valid_json(artoo_env, monkey
         llm_rows = [r for r in report["roles"] if r["role"] == "llm"]
         assert llm_rows and llm_rows[0]["alive"]
         assert report["llm_backends"]["BRAIN"] == f"local llama.cpp ({model})"
-        from services.llm import LLMClient
+        from services.runtime.llm import LLMClient
         client = LLMClient.for_role("executor", s)
         assert client.local
         verdict = client.complete_json(

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memory_server import mkct
+from services.runtime import mkct as tags
 from protocol.messages import Megram, MemoryResult, SopRecord
 from services.calibration import build_constraints
 
@@ -87,11 +88,11 @@ def test_action_thresholds_at_their_boundaries(att, dec, action):
 
 
 def test_quantization_matrix_is_the_paper_table():
-    assert mkct.QUANTIZATION["abandon"] == (0.95, -1.0, 0.05)
-    assert mkct.QUANTIZATION["accept"] == (0.90, 1.0, 0.05)
-    assert mkct.QUANTIZATION["change_path"] == (0.30, 0.0, 0.2)
-    assert mkct.QUANTIZATION["refine"] == (0.10, 0.5, 0.5)
-    assert len(mkct.QUANTIZATION) == 7
+    assert tags.QUANTIZATION["abandon"] == (0.95, -1.0, 0.05)
+    assert tags.QUANTIZATION["accept"] == (0.90, 1.0, 0.05)
+    assert tags.QUANTIZATION["change_path"] == (0.30, 0.0, 0.2)
+    assert tags.QUANTIZATION["refine"] == (0.10, 0.5, 0.5)
+    assert len(tags.QUANTIZATION) == 7
 
 
 def test_gc_mask_spares_rules_and_fresh_entries():
@@ -136,10 +137,10 @@ def test_newer_evidence_contradicts_in_the_opposite_direction_only():
 
 
 def test_tag_conventions():
-    assert mkct.intent_space("count-files") == "intent:count-files"
-    assert mkct.intent_space("intent:count-files") == "intent:count-files"
-    assert mkct.tool_space("shell") == "tool:shell"
-    assert mkct.target_entity("/etc") == "target:/etc"
+    assert tags.intent_space("count-files") == "intent:count-files"
+    assert tags.intent_space("intent:count-files") == "intent:count-files"
+    assert tags.tool_space("shell") == "tool:shell"
+    assert tags.target_entity("/etc") == "target:/etc"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,10 +20,11 @@ from conftest import REPO, start_process, stop_process
 from scripted_llm import ScriptedLLM
 
 from memory_server import mkct
+from services.runtime import mkct as tags
 from memory_server.store import MemoryStore
 from protocol.messages import (FinalResult, Megram, MemoryQuery, MemoryResult, MemoryWrite,
                                TaskSpec)
-from services import tasklog
+from services.runtime import tasklog
 from services.calibration import calibrate
 
 WAIT = 20.0
@@ -95,7 +96,7 @@ def memory(settings, bus_process, bus_clients):
 
 
 def mg(state="accept", *, tag=TAG, age_days=0.0, level="M", content=None, **kw) -> Megram:
-    f, sigma, k = mkct.QUANTIZATION.get(state, (1.0, 1.0, 0.0))
+    f, sigma, k = tags.QUANTIZATION.get(state, (1.0, 1.0, 0.0))
     values = dict(f=f, sigma=sigma, k=0.0 if level in "CT" else k,
                   created_at=time.time() - age_days * DAY)
     values.update(kw)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory_server import mkct
+from services.runtime import mkct as tags
 from memory_server.dreamer import Dreamer
 from memory_server.store import MemoryStore, StoreError, StoreLocked
 from protocol.messages import Megram
@@ -31,7 +32,7 @@ def store():
 
 
 def mg(state="accept", *, tag=TAG, age_days=0.0, level="M", content=None, **kw) -> Megram:
-    f, sigma, k = mkct.QUANTIZATION.get(state, (1.0, 1.0, 0.0))
+    f, sigma, k = tags.QUANTIZATION.get(state, (1.0, 1.0, 0.0))
     values = dict(f=f, sigma=sigma, k=0.0 if level in "CT" else k,
                   created_at=time.time() - age_days * DAY)
     values.update(kw)

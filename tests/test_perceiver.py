@@ -8,7 +8,7 @@ from pipeline_harness import pipeline_stack, run_id
 from protocol.messages import ClarificationReply
 from replies_pipeline import clarify, perception
 from scripted_llm import Delay, Http
-from services import tasklog
+from services.runtime import tasklog
 from services.perceiver import FINAL_CALL, intent_slug, is_conversational, resolved_relative_dates
 
 

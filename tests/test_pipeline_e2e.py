@@ -27,7 +27,8 @@ from protocol.settings import load_settings
 from replies_effector import SubtaskScript, all_met, check, result, shell
 from replies_pipeline import INVALID_JSON, PROSE, accept, empty_plan, perception, plan, reject, subtask
 from scripted_llm import Delay, ScriptedLLM
-from services import render, tasklog
+from services import render
+from services.runtime import tasklog
 from services.cli_run import exit_code
 
 
@@ -147,7 +148,7 @@ class Router:
 @pytest.fixture(scope="module")
 def e2e():
     from rich.console import Console
-    from services import daemon
+    from services.runtime import daemon
     from services.cli_run import RunSession
     root = Path(tempfile.mkdtemp(prefix="at-e2e-", dir="/tmp"))
     (root / "home").mkdir()
@@ -313,7 +314,7 @@ def test_concurrent_tasks_do_not_mix_and_a_rerun_keeps_the_slug(e2e):
 @pytest.mark.parametrize("role", ["perceiver", "planner", "metaval"])
 def test_sigkill_of_a_pipeline_role_mid_task_still_ends_before_the_deadline(e2e, role):
     from protocol.envelope import owner
-    from services import daemon
+    from services.runtime import daemon
     rid = new_rid(f"k{role[:2]}")
     intent = f"archive reports {rid}"
     e2e.router.simple(intent, "ARCHIVED", ["archive made"])

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from protocol.settings import load_settings
-from services import tasklog
+from services.runtime import tasklog
 
 pytestmark = pytest.mark.realmodel
 
@@ -31,7 +31,7 @@ def _installed_model() -> str:
     if os.environ.get("ARTOO_LOCAL_MODEL"):
         return os.environ["ARTOO_LOCAL_MODEL"]
     try:
-        from services.local_model import model_path
+        from services.runtime.local_model import model_path
         return str(model_path(load_settings()))
     except Exception:
         return ""
@@ -55,7 +55,7 @@ def _model_present():
 def real_daemon(artoo_env, monkeypatch):
     """`artoo up` with the local model on a temp home; `artoo down` leaves no process."""
     monkeypatch.setenv("ARTOO_LOCAL_MODEL", MODEL)
-    from services import daemon as d
+    from services.runtime import daemon as d
     settings = load_settings()
     settings.ensure_dirs()
     started = time.monotonic()

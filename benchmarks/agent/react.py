@@ -62,10 +62,7 @@ def resolve_endpoint(base_url: str | None = None, model: str | None = None,
         repo = Path(__file__).resolve().parents[2]
         sys.path.insert(0, str(repo))
         from protocol.settings import load_settings
-        try:
-            from services.runtime.local_model import local_base_url
-        except ImportError:
-            from services.local_model import local_base_url
+        from services.runtime.local_model import local_base_url
         base_url = local_base_url(load_settings())
     base_url = base_url.rstrip("/")
     if not model:

@@ -34,7 +34,7 @@ from protocol.settings import load_settings
 from replies_pipeline import (INVALID_JSON, PROSE, accept, effector_responder, perception, plan,
                               subtask)
 from scripted_llm import Delay, Http, ScriptedLLM
-from services.taskstate import EXPIRE_AFTER_DEADLINE_S
+from services.runtime.taskstate import EXPIRE_AFTER_DEADLINE_S
 
 DEADLINE_S = float(os.environ.get("ARTOO_CHAOS_DEADLINE_S", "45"))
 LATE_GRACE_S = 10.0        # FinalResult may trail deadline_at by a watchdog tick + delivery
@@ -202,7 +202,7 @@ class Chaos:
         return fault
 
     def processes(self) -> dict:
-        from services import daemon
+        from services.runtime import daemon
         return daemon.supervisor_processes(self.settings)
 
     def pick(self, program: str) -> tuple[tuple[str, int], int] | None:
@@ -329,7 +329,7 @@ class Chaos:
 @contextmanager
 def chaos_daemon(extra_env: dict[str, str] | None = None):
     """A temp home, the scripted LLM and `artoo up`; `artoo down` on exit (orphans reported)."""
-    from services import daemon
+    from services.runtime import daemon
     root = Path(tempfile.mkdtemp(prefix="at-chaos-", dir="/tmp"))
     (root / "home").mkdir()
     (root / "ws").mkdir()

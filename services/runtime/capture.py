@@ -1,4 +1,5 @@
 """The capture link from the bus proxy to the tap: exactly once into the audit log (DESIGN §4, §8).
+The producer half and the wire below are the proxy's own interface; auditor/tap.py consumes it.
 
 Plain PUSH/PULL from the proxy to the tap loses whatever sits in a killed tap's receive buffer, and
 duplicates nothing but also proves nothing. So the proxy's capture socket feeds a relay thread in the
@@ -38,11 +39,13 @@ import zmq
 
 from protocol.settings import Settings
 
-from .log import MSG, RAW, SUB
-
 log = logging.getLogger("artoo.capture")
 
 CAPTURE_INPROC = "inproc://artoo-capture"
+# what a captured item is (the tap keeps the kind in each audit log record)
+MSG = 0       # a bus message: topic frame + raw envelope bytes
+RAW = 1       # a captured message that is not two frames: payload = msgpack list of frames
+SUB = 2       # a subscription change seen by the proxy (payload = the subscription frame)
 DATA, LOST, ACK, FROM = b"D", b"L", b"A", b"F"
 POS = struct.Struct("<QQ")                  # epoch, cseq
 LOST_RANGE = struct.Struct("<QQQ")          # epoch, first, last

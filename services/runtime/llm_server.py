@@ -1,6 +1,6 @@
 """The `llm` program: llama-cpp-python's OpenAI-compatible server, with a lean prompt cache.
 
-`python -m services.llm_server <llama_cpp.server options>` runs `python -m llama_cpp.server` after
+`python -m services.runtime.llm_server <llama_cpp.server options>` runs `python -m llama_cpp.server` after
 one patch. The server's `--cache` keeps the state after each request so a role's unchanged system
 prompt is not read again (measured 10-30x faster repeat calls on 2 cores). But every cached state
 also carries a copy of the `scores` matrix (up to n_batch x n_vocab floats: 311 MB for Qwen's

@@ -1,7 +1,7 @@
 """The `bus` process: the XSUB/XPUB proxy every role talks through (DESIGN §4).
 
 The forwarding loop is libzmq's steerable proxy (C, no Python on the hot path). Its capture socket
-feeds the capture relay (auditor/capture.py), a thread that numbers every message and keeps it until
+feeds the capture relay (capture.py), a thread that numbers every message and keeps it until
 the tap has fsynced it, so the audit log gets each message exactly once even across tap restarts.
 A small control thread serves `{"cmd": "stats"}` (the proxy's counters, with the relay's) and
 `{"cmd": "capture"}` (relay counters and the current subscriptions) as JSON over REP.
@@ -20,10 +20,11 @@ import time
 import zmq
 
 from protocol import curve
-from auditor.capture import CAPTURE_INPROC, CaptureRelay
 from protocol.bus import BusClient
 from protocol.settings import Settings, load_settings
-from services.role import configure_logging
+
+from .capture import CAPTURE_INPROC, CaptureRelay
+from .role import configure_logging
 
 log = logging.getLogger("artoo.bus.proxy")
 _COUNTERS = ("frontend_msgs_in", "frontend_bytes_in", "frontend_msgs_out", "frontend_bytes_out",
@@ -48,7 +49,7 @@ class Proxy:
         self._control_thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.error: BaseException | None = None
-        self.relay: CaptureRelay | None = None   # the capture side (auditor/capture.py)
+        self.relay: CaptureRelay | None = None   # the capture side (capture.py)
 
     def _bind(self, sock, name: str) -> None:
         endpoint = self.settings.endpoint(name)
