@@ -49,7 +49,7 @@ def bench_python_start(n: int) -> list[float]:
 
 
 def bench_cold_effector(n: int) -> list[float]:
-    code = "import services.effector, services.law1; services.law1.classify('ls', workspace='.')"
+    code = "import services.roles.effector, services.safety.law1; services.safety.law1.classify('ls', workspace='.')"
     out = []
     for _ in range(n):
         t = time.perf_counter()
@@ -86,7 +86,7 @@ def bench_spawns(n: int) -> dict:
 
 def bench_gate(repeat: int) -> dict:
     import law1_corpus as C
-    from services import law1
+    from services.safety import law1
     root = Path(tempfile.mkdtemp(prefix="bg-"))
     ws, data = root / "ws", root / "home"
     data.mkdir()

@@ -21,8 +21,8 @@ sys.path.insert(0, str(REPO))
 
 from protocol.messages import (CriterionVerdict, GapTrajectoryPoint, ReplanRequest,  # noqa: E402
                                SubTaskOutcome, ToolCallRecord)
-from services import loss  # noqa: E402
-from services.loss import GgsParams, Trajectory  # noqa: E402
+from services.roles import loss  # noqa: E402
+from services.roles.loss import GgsParams, Trajectory  # noqa: E402
 
 
 def realistic_request(subtasks: int = 4, criteria: int = 3, calls: int = 5) -> ReplanRequest:

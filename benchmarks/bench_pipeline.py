@@ -117,9 +117,9 @@ class Submitter:
 def llm_floor(settings, n: int) -> list[float]:
     """The six sequential LLM calls of one task through the real client."""
     from services.runtime.llm import LLMClient
-    from services.metaval import MergeVerdict
-    from services.perceiver import Perception
-    from services.planner import PlanReply
+    from services.roles.metaval import MergeVerdict
+    from services.roles.perceiver import Perception
+    from services.roles.planner import PlanReply
     clients = {r: LLMClient.for_role(r, settings) for r in REPLIES}
     out = []
     for _ in range(n):

@@ -136,7 +136,7 @@ class EffectorHarness:
                       ) -> str:
         """Start a spawner process; returns its node id once it heartbeats (zygote ready)."""
         known = set(self.spawners)
-        proc = start_process(["-m", "services.spawner"], {**self.env, **(extra_env or {})},
+        proc = start_process(["-m", "services.roles.spawner"], {**self.env, **(extra_env or {})},
                              f"spawner-{len(self.spawners)}")
         hb = self.seen.wait("Heartbeat", lambda m: m.role == "spawner" and m.pid == proc.pid,
                             timeout=timeout)[0]

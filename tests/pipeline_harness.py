@@ -1,5 +1,5 @@
 """A module-scoped stack for the pipeline role tests: a temp ARTOO_HOME, a real bus proxy process,
-the scripted LLM on loopback, and real role processes (services.perceiver / planner / metaval),
+the scripted LLM on loopback, and real role processes (services.roles.perceiver / planner / metaval),
 plus bus-level stand-ins for the roles a test does not run (spawner + effector, GGS, user).
 
 Everything is real processes and real sockets; the stand-ins are ordinary BusClients speaking the
@@ -130,7 +130,7 @@ class Stack:
         wait_bus_ready(self.settings)
 
     def start_role(self, role: str, wait: bool = True) -> None:
-        self.procs[role] = start_process(["-m", f"services.{role}"],
+        self.procs[role] = start_process(["-m", f"services.roles.{role}"],
                                          {"ARTOO_INSTANCE": "0", "ARTOO_INSTANCES": "1"}, role)
         if wait:
             self.wait_alive(role, after=time.time())

@@ -9,11 +9,11 @@ from dataclasses import replace
 import pytest
 
 from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, ToolCallRecord
-from services import law1
-from services.agentval import AgentValidator, ValidatorReply, environmental_cause
-from services.executor import Executor, ExecutorStep, signature
+from services.safety import law1
+from services.roles.agentval import AgentValidator, ValidatorReply, environmental_cause
+from services.roles.executor import Executor, ExecutorStep, signature
 from services.runtime.llm import LLMError
-from services.tools import Toolbox
+from services.safety.tools import Toolbox
 
 
 class FakeLLM:
@@ -240,8 +240,8 @@ def test_evidence_restating_the_criterion_is_not_evidence(settings):
 
 
 def test_local_plain_text_protocol_keeps_quotes_intact():
-    from services.executor import parse_local_step
-    from services.verifier import parse_derivation
+    from services.roles.executor import parse_local_step
+    from services.roles.verifier import parse_derivation
     step = parse_local_step("COMMAND: awk -F, '$3==\"Norway\" {s+=$2} END {print s}' c.csv")
     assert step.action == "tool" and step.command.endswith("END {print s}' c.csv")
     assert parse_local_step("Sure.\n```bash\nls -la\n```").command == "ls -la"

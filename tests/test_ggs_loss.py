@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from protocol.messages import (CriterionVerdict, GapTrajectoryPoint, OutcomeSummary, ReplanRequest,
                                SubTaskOutcome, ToolCallRecord)
-from services import loss
-from services.loss import GgsParams, Trajectory
+from services.roles import loss
+from services.roles.loss import GgsParams, Trajectory
 
 P0 = GgsParams()
 EPS, DELTA, RHO, THETA = P0.epsilon, P0.delta, P0.rho, P0.theta

@@ -1,4 +1,4 @@
-"""Process-level tests of R7: the real `services.ggs` process on a real bus proxy, driven by
+"""Process-level tests of R7: the real `services.roles.ggs` process on a real bus proxy, driven by
 synthetic meta-validator / perceiver / user messages from test clients that acknowledge what GGS
 sends (user: FinalResult, planner: PlanDirective, memory: MemoryWrite). An observer client sees
 GGS's messages in the order GGS published them, which is how ordering and "nothing else was sent"
@@ -51,7 +51,7 @@ class Harness:
 
     # -- processes ---------------------------------------------------------------------------
     def start_ggs(self, instance: int = 0, instances: int = 1):
-        proc = start_process(["-m", "services.ggs"],
+        proc = start_process(["-m", "services.roles.ggs"],
                              {"ARTOO_INSTANCE": str(instance), "ARTOO_INSTANCES": str(instances),
                               "ARTOO_GGS_WATCHDOG_INTERVAL_S": "0.1"}, f"ggs{instance}")
         self.procs.append(proc)

@@ -9,9 +9,9 @@ import os
 import pytest
 
 from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, ToolCallRecord
-from services.agentval import AgentValidator
-from services.tools import Toolbox
-from services.verifier import Verifier
+from services.roles.agentval import AgentValidator
+from services.safety.tools import Toolbox
+from services.roles.verifier import Verifier
 
 from test_effector_units import FakeLLM
 

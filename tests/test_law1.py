@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import law1_corpus as corpus
-from services import law1
-from services.law1 import DESTRUCTIVE, READ_ONLY, UNKNOWN, WORKSPACE_WRITE
+from services.safety import law1
+from services.safety.law1 import DESTRUCTIVE, READ_ONLY, UNKNOWN, WORKSPACE_WRITE
 
 REPO = Path(__file__).resolve().parent.parent
 

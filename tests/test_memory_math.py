@@ -10,7 +10,7 @@ import pytest
 from memory_server import mkct
 from services.runtime import mkct as tags
 from protocol.messages import Megram, MemoryResult, SopRecord
-from services.calibration import build_constraints
+from services.roles.calibration import build_constraints
 
 NOW = 1_800_000_000.0
 DAY = mkct.SECONDS_PER_DAY

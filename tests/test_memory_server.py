@@ -25,7 +25,7 @@ from memory_server.store import MemoryStore
 from protocol.messages import (FinalResult, Megram, MemoryQuery, MemoryResult, MemoryWrite,
                                TaskSpec)
 from services.runtime import tasklog
-from services.calibration import calibrate
+from services.roles.calibration import calibrate
 
 WAIT = 20.0
 DAY = mkct.SECONDS_PER_DAY
@@ -308,7 +308,7 @@ def test_calibration_gives_the_next_run_the_previous_outcome(memory, settings, b
     text, recall, must_not = calibrate(planner, spec, ["search"], [], settings)
     assert text == "MUST NOT use tool: search (blocked by GGS)" and recall.action == "Ignore"
     # The first run's terminal Megram, written exactly as GGS writes it.
-    from services.loss import terminal_megram
+    from services.roles.loss import terminal_megram
     memory.write([terminal_megram("accept", "run-1", "count-files",
                                   "Succeeded. Tools: shell:find ~/data -type f. Result: 42 files",
                                   time.time())])

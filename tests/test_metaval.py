@@ -11,7 +11,7 @@ from protocol.messages import (Criterion, DispatchManifest, FinalResult, SubTask
                                ToolCallRecord)
 from replies_pipeline import PROSE, accept, reject
 from scripted_llm import Delay, Http
-from services.metaval import MergeVerdict, check_accept
+from services.roles.metaval import MergeVerdict, check_accept
 
 CRITERIA = [Criterion(text="the count is printed"), Criterion(text="reads well", mode="plausible")]
 

@@ -9,7 +9,7 @@ from protocol.messages import ClarificationReply
 from replies_pipeline import clarify, perception
 from scripted_llm import Delay, Http
 from services.runtime import tasklog
-from services.perceiver import FINAL_CALL, intent_slug, is_conversational, resolved_relative_dates
+from services.roles.perceiver import FINAL_CALL, intent_slug, is_conversational, resolved_relative_dates
 
 
 @pytest.mark.parametrize("text", ["hi", "Hi!", "Hello, world", "hello there", "你好", "thanks a lot!",

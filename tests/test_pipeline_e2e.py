@@ -27,9 +27,9 @@ from protocol.settings import load_settings
 from replies_effector import SubtaskScript, all_met, check, result, shell
 from replies_pipeline import INVALID_JSON, PROSE, accept, empty_plan, perception, plan, reject, subtask
 from scripted_llm import Delay, ScriptedLLM
-from services import render
+from services.cli import render
 from services.runtime import tasklog
-from services.cli_run import exit_code
+from services.cli.run import exit_code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ class Router:
 def e2e():
     from rich.console import Console
     from services.runtime import daemon
-    from services.cli_run import RunSession
+    from services.cli.run import RunSession
     root = Path(tempfile.mkdtemp(prefix="at-e2e-", dir="/tmp"))
     (root / "home").mkdir()
     (root / "ws").mkdir()
@@ -407,7 +407,7 @@ def test_operator_approval_prompt_denies_then_approves(e2e):
     answers with the operator's y/N (scripted here) — denied leaves the file and a [LAW1] line in
     the result, approved deletes it."""
     from rich.console import Console
-    from services.cli_run import RunSession
+    from services.cli.run import RunSession
     out = io.StringIO()
     session = RunSession(e2e.settings, Console(file=out, width=160), interactive=True)
     answers: list[str] = []

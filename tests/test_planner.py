@@ -10,8 +10,8 @@ import pytest
 from pipeline_harness import FakeSpawner, pipeline_stack, run_id
 from protocol.messages import LossBreakdown, PlanDirective, TaskCancel, TaskSpec
 from replies_pipeline import INVALID_JSON, PROSE, empty_plan, plan, subtask
-from services.dispatcher import PRIOR_OUTPUTS_HEADING
-from services.planner import PlanReply, normalise_sequences, validate_plan
+from services.roles.dispatcher import PRIOR_OUTPUTS_HEADING
+from services.roles.planner import PlanReply, normalise_sequences, validate_plan
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import threading
 from rich.console import Console
 
 from protocol.messages import FinalResult, ReplanRequest
-from services.cli_run import RunSession
+from services.cli.run import RunSession
 from test_ggs_process import Harness, new_task, outcome  # noqa: F401 - reused harness
 
 WAIT = 20.0

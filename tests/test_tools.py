@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from services import law1
-from services.tools import Toolbox, head_tail
+from services.safety import law1
+from services.safety.tools import Toolbox, head_tail
 
 
 class Approvals:

@@ -25,8 +25,8 @@ from protocol.settings import Settings
 
 from services.runtime import tasklog
 from services.runtime.llm import LLMError
-from .safety import evidence
-from .tools import TOOL_SPECS, Toolbox, head_tail
+from services.safety import evidence
+from services.safety.tools import TOOL_SPECS, Toolbox, head_tail
 
 log = logging.getLogger("artoo.executor")
 

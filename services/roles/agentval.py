@@ -36,10 +36,10 @@ from protocol.messages import (CorrectionSignal, Criterion, CriterionVerdict, Ex
 from protocol.settings import Settings
 
 from services.runtime import tasklog
-from .law1 import LAW1
+from services.safety.law1 import LAW1
 from services.runtime.llm import LLMError
-from .tools import head_tail
-from .safety import evidence as values
+from services.safety.tools import head_tail
+from services.safety import evidence as values
 from .verifier import Law0Report, Verifier, answer_text
 
 log = logging.getLogger("artoo.agentval")

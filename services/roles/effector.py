@@ -32,11 +32,11 @@ from protocol.messages import (CorrectionSignal, CriterionVerdict, ExecutionResu
 from protocol.settings import Settings, load_settings, workspace_problem
 
 from services.runtime import tasklog
-from . import law1
+from services.safety import law1
 from .agentval import AgentValidator, Judgement
 from .executor import Executor
 from services.runtime.llm import LLMClient, LLMError
-from .tools import Toolbox
+from services.safety.tools import Toolbox
 from .verifier import Verifier
 
 log = logging.getLogger("artoo.effector")

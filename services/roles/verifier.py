@@ -35,10 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
-from .llm import LLMError
+from services.runtime.llm import LLMError
 from services.safety import evidence as ev
-from .law1 import READ_ONLY, classify
-from .tools import Toolbox, head_tail
+from services.safety.law1 import READ_ONLY, classify
+from services.safety.tools import Toolbox, head_tail
 
 log = logging.getLogger("artoo.verifier")
 

@@ -382,7 +382,7 @@ Ctrl+C while a task runs cancels it."""
 
 def show_memory(session: RunSession, verbose: bool) -> None:
     """`/memory`: the memory capability's own `artoo memory stats` (and `ls` when verbose)."""
-    from memory_server import cli as memory_cli
+    from . import memory as memory_cli
     try:
         memory_cli.stats_cmd.callback(as_json=False)
         if verbose:
@@ -393,7 +393,7 @@ def show_memory(session: RunSession, verbose: bool) -> None:
 
 def show_audit(session: RunSession) -> None:
     """`/audit`: an on-demand report over the auditor's operator socket (not the bus)."""
-    from auditor import cli as audit_cli
+    from . import audit as audit_cli
     from auditor.operator import request_report
     try:
         audit_cli.print_report(request_report(session.settings, timeout=3.0))

@@ -22,11 +22,11 @@ err_console = Console(stderr=True)
 
 # Modules exposing register(main_group) with their subcommands.
 COMMAND_MODULES = [
-    "auditor.cli",
-    "memory_server.cli",
-    "services.ggs",
-    "services.cli_run",
-    "services.cli_effector",
+    "services.cli.audit",
+    "services.cli.memory",
+    "services.roles.ggs",
+    "services.cli.run",
+    "services.cli.gate",
 ]
 
 

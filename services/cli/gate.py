@@ -14,7 +14,7 @@ import click
 
 from protocol.settings import load_settings
 
-from . import law1
+from services.safety import law1
 
 
 def register(main: click.Group) -> None:

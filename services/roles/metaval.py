@@ -31,7 +31,7 @@ from protocol.settings import Settings
 
 from services.runtime import tasklog
 from .dispatcher import render_output
-from .tools import head_tail
+from services.safety.tools import head_tail
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
 from services.runtime.taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore

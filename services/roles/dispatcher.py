@@ -33,7 +33,7 @@ from protocol.settings import Settings
 
 from services.runtime import tasklog
 from services.runtime.taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
-from .tools import head_tail
+from services.safety.tools import head_tail
 
 log = logging.getLogger("artoo.dispatcher")
 

@@ -32,7 +32,7 @@ from protocol.bus import BusClient, BusTimeout
 from protocol.envelope import Envelope, ProtocolError, decode
 from protocol.settings import Settings, load_settings
 
-from . import log as audit_log
+from auditor import log as audit_log
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -616,7 +616,7 @@ def print_report(rep: dict) -> None:
 
 
 def _latest_report(settings: Settings) -> Optional[dict]:
-    from .auditor import reports_dir
+    from auditor.auditor import reports_dir
     files = sorted(p for p in reports_dir(settings).glob("*.json") if p.name != "baseline.json")
     if not files:
         return None
@@ -630,7 +630,7 @@ def _latest_report(settings: Settings) -> Optional[dict]:
 @click.option("--strict", is_flag=True, help="exit 1 when any anomaly list is not empty")
 def audit(as_json: bool, last: bool, strict: bool) -> None:
     """The auditor's report to the operator: every anomaly list of the current window."""
-    from .operator import query, socket_path
+    from auditor.operator import query, socket_path
     settings = _settings()
     if last:
         rep = _latest_report(settings)

@@ -44,7 +44,7 @@ from protocol.messages import (EffectorExited, EffectorStarted, SubTask, SubTask
                                SubTaskClaim, SubTaskOffer, TaskCancel)
 from protocol.settings import Settings, load_settings
 
-from .tools import SETPRIV, die_with_parent
+from services.safety.tools import SETPRIV, die_with_parent
 
 log = logging.getLogger("artoo.spawner")
 
@@ -109,7 +109,8 @@ def zygote_main(fd: int) -> int:
         return 1                                   # the spawner died before we armed the signal
     sock = socket.socket(fileno=fd)
     settings = load_settings()
-    from . import effector, law1                   # the preload: everything an effector imports
+    from . import effector                         # the preload: everything an effector imports
+    from services.safety import law1
     from protocol.messages import SubTask as _SubTask
     law1.classify("ls | wc -l > /dev/null", workspace=settings.workspace)  # warm bashlex tables
     try:
@@ -350,7 +351,7 @@ class Zygote:
         # only ever launched from threads that live as long as the spawner (main, zygote-watch).
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = dict(os.environ, **{MARKER_ENV: self.marker, "PYTHONUNBUFFERED": "1"})
-        argv = [sys.executable, "-m", "services.spawner", "--zygote", str(child.fileno())]
+        argv = [sys.executable, "-m", "services.roles.spawner", "--zygote", str(child.fileno())]
         kwargs: dict[str, Any] = {}
         if SETPRIV:
             argv = [SETPRIV, "--pdeathsig", "TERM", "--", *argv]
