@@ -170,11 +170,11 @@ class Toolbox:
         joined = raw if os.path.isabs(raw) else os.path.join(self.workspace, raw)
         real = os.path.realpath(joined)
         for root in self.protected:
-            if law1._within(real, root):
+            if law1.within(real, root):
                 raise ToolRefused(f"{law1.LAW1} refused: {raw} is inside artoo's own data dir; "
                                   f"agent tools may never read or write it", law1=True)
         roots = [self.workspace] if write else [self.workspace, *self.read_roots]
-        if not any(law1._within(real, root) for root in roots):
+        if not any(law1.within(real, root) for root in roots):
             why = "is outside the workspace" if real == os.path.normpath(joined) else \
                 "resolves (through a symlink) outside the workspace"
             raise ToolRefused(self._refusal(raw, write, f"{raw} {why}"), law1=write)
@@ -188,7 +188,7 @@ class Toolbox:
         return f"refused: {why}; file tools read only inside {roots} (use shell for other reads)"
 
     def display(self, real: str) -> str:
-        if law1._within(real, self.workspace):
+        if law1.within(real, self.workspace):
             rel = os.path.relpath(real, self.workspace)
             return "." if rel == "." else rel
         return real
@@ -204,7 +204,7 @@ class Toolbox:
             return False, law1.law1_refusal(what, decision)
         note = ""
         if self.undo is not None:
-            inside = [p for p in paths if law1._within(p, self.workspace)]
+            inside = [p for p in paths if law1.within(p, self.workspace)]
             # A command whose targets cannot be enumerated (code, unknown programs): copy the
             # whole workspace, within undo_max_bytes.
             roots = snapshot_roots or ([] if paths else [self.workspace])
@@ -344,7 +344,7 @@ class Toolbox:
             entries = sorted(it, key=lambda e: e.name)
         for entry in entries:
             full = os.path.realpath(entry.path)
-            if any(law1._within(full, root) for root in self.protected):
+            if any(law1.within(full, root) for root in self.protected):
                 continue
             try:
                 if entry.is_dir():
@@ -366,7 +366,7 @@ class Toolbox:
         iterator = Path(base).rglob(pattern) if "/" not in pattern else Path(base).glob(pattern)
         for match in iterator:
             real = os.path.realpath(match)
-            if any(law1._within(real, r) for r in self.protected):
+            if any(law1.within(real, r) for r in self.protected):
                 continue
             if any(part in _SKIP_DIRS for part in match.relative_to(base).parts[:-1]):
                 continue
@@ -395,7 +395,7 @@ class Toolbox:
             if time.monotonic() > deadline:
                 truncated = True
                 break
-            if any(law1._within(os.path.realpath(file), r) for r in self.protected):
+            if any(law1.within(os.path.realpath(file), r) for r in self.protected):
                 continue
             try:
                 if os.path.getsize(file) > MAX_READ_BYTES:
