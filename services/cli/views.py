@@ -1,0 +1,31 @@
+"""Console renderings of the daemon's reports (the live run has its own renderer, render.py)."""
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def print_status(report: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(report, indent=2, default=str))
+        return
+    table = Table(title=f"artoo daemon — {report['home']}", title_justify="left")
+    for col in ("role", "inst", "state", "pid", "uptime", "supervisor", "gaps", "rejected",
+                "unacked", "lost", "in-flight"):
+        table.add_column(col, justify="right" if col not in ("role", "state", "supervisor") else "left")
+    for r in report["roles"]:
+        state = "[green]alive[/green]" if r["alive"] else "[red]missing[/red]"
+        table.add_row(r["role"], str(r["instance"]), state, str(r["pid"] or "-"),
+                      f"{r['uptime_s']:.0f}s" if r["alive"] else "-", r["supervisor_state"] or "-",
+                      str(r["gaps"]), str(r["rejected"]), str(r["unacked"]), str(r["lost"]),
+                      str(r["in_flight"]))
+    # piped output (no terminal) gets room for every column instead of 80-column truncation
+    (console if console.is_terminal else Console(width=160)).print(table)
+    backends = report.get("llm_backends")
+    if backends:
+        console.print("LLM backends: " + ", ".join(f"{k}={v}" for k, v in backends.items()))
