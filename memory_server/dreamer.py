@@ -37,7 +37,8 @@ from protocol.settings import Settings
 
 from . import mkct
 from .mkct import FLAG_CONSOLIDATED, KEY_BYTES, LEVEL_CODE
-from .store import MemoryStore, new_id
+from .layout import new_id
+from .store import MemoryStore
 
 log = logging.getLogger("artoo.memory.dreamer")
 

@@ -27,16 +27,17 @@ Large tags' packed entries are cached in memory (LRU, bounded in bytes), so the 
 QueryMK on a 100k-Megram tag is one numpy pass: after each commit the writer re-reads the cached tags
 it touched before acknowledging anything, and a query's read that raced a commit to its tag is not
 cached.
+
+This module is the environment, the writer and the transaction helpers; the key and entry codec is
+layout.py, the queries and operator operations are queries.py (mixed into MemoryStore).
 """
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import logging
 import math
 import os
 import queue
-import struct
 import threading
 import time
 from collections import OrderedDict, deque
@@ -49,81 +50,17 @@ import lmdb
 import msgpack
 import numpy as np
 
-from protocol.messages import Megram, SopRecord
-from services.runtime.mkct import ENV_LOCAL, GLOBAL_USER
+from protocol.messages import Megram
 
 from . import mkct
-from .mkct import (ENTRY_BYTES, ENTRY_DTYPE, FLAG_CONSOLIDATED, FLAG_LIFECYCLE, KEY_BYTES,
-                   KEYED_ENTRY_DTYPE, LEVEL_CODE, LEVELS)
+from .layout import (DBS, F8, FLAGS_AT, FUTURE_SKEW_S, LEVEL_AT, MAX_ID_CHARS, MAX_TAG_CHARS,
+                     SCHEMA_VERSION, StoreError, StoreLocked, id_key, is_hex, level_value, new_id,
+                     pack_entry, tag_key, unpack_entry)
+from .mkct import (ENTRY_BYTES, FLAG_CONSOLIDATED, FLAG_LIFECYCLE, KEY_BYTES, KEYED_ENTRY_DTYPE,
+                   LEVEL_CODE, LEVELS)
+from .queries import Queries
 
 log = logging.getLogger("artoo.memory.store")
-
-SCHEMA_VERSION = 2
-_ENTRY = struct.Struct("<16sdddddBB6x")
-_LEVEL_AT = 56            # byte offsets of the level code and the flags inside a packed entry
-_FLAGS_AT = 57
-assert _ENTRY.size == ENTRY_BYTES
-_F8 = struct.Struct("<d")
-_MAX_TAG_CHARS = 1000
-_MAX_ID_CHARS = 128
-_FUTURE_SKEW_S = 300.0
-_DBS = ("megrams", "tags", "levels", "recall", "lifecycle", "tagnames", "meta")
-
-
-class StoreError(Exception):
-    """A store operation that cannot be done; the message says why."""
-
-
-class StoreLocked(StoreError):
-    """Another process owns this memory store."""
-
-
-# ---------------------------------------------------------------------------------------------
-# ids and keys
-# ---------------------------------------------------------------------------------------------
-
-def new_id(seed: bytes | None = None) -> str:
-    """A 32-hex id: random, or derived from a seed so that a work message re-delivered after a
-    restart writes the same Megrams instead of new copies. Random bits first keep short prefixes
-    (as the CLI shows them) unique."""
-    raw = hashlib.blake2b(seed, digest_size=16).digest() if seed is not None else os.urandom(16)
-    return raw.hex()
-
-
-def _is_hex(text: str) -> bool:
-    try:
-        int(text, 16)
-        return True
-    except ValueError:
-        return False
-
-
-def id_key(megram_id: str) -> bytes:
-    """The 16-byte key of an id: its bytes for 32-hex ids, a hash for any other string."""
-    if len(megram_id) == 32 and _is_hex(megram_id):
-        return bytes.fromhex(megram_id)
-    return hashlib.blake2b(megram_id.encode(), digest_size=KEY_BYTES).digest()
-
-
-def tag_key(space: str, entity: str) -> bytes:
-    return hashlib.blake2b(f"{space}\x00{entity}".encode(), digest_size=KEY_BYTES).digest()
-
-
-_US = struct.Struct(">Q")
-
-
-def level_value(created: float, id16: bytes, tag16: bytes) -> bytes:
-    return _US.pack(max(0, int(created * 1e6))) + id16 + tag16
-
-
-def pack_entry(id16: bytes, created: float, recalled: float, f: float, sigma: float, k: float,
-               level: int, flags: int) -> bytes:
-    return _ENTRY.pack(id16, created, recalled, f, sigma, k, level, flags)
-
-
-def unpack_entry(raw: bytes) -> tuple:
-    return _ENTRY.unpack(raw)
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +119,7 @@ _STOP = object()
 # the store
 # ---------------------------------------------------------------------------------------------
 
-class MemoryStore:
+class MemoryStore(Queries):
     """The LMDB MKCT store. Public methods are safe from any thread."""
 
     def __init__(self, path: Path | str, map_size: int = 1 << 30, *, readonly: bool = False,
@@ -202,7 +139,7 @@ class MemoryStore:
         elif not (self.path / "data.mdb").exists():
             raise StoreError(f"no memory store at {self.path}")
         try:
-            self.env = lmdb.open(str(self.path), map_size=map_size, max_dbs=len(_DBS) + 1,
+            self.env = lmdb.open(str(self.path), map_size=map_size, max_dbs=len(DBS) + 1,
                                  subdir=True, readonly=readonly, sync=True, metasync=True,
                                  max_readers=512, lock=True)
         except lmdb.Error as exc:
@@ -211,7 +148,7 @@ class MemoryStore:
         dup = {"tags", "levels"}
         self.db = {name: self.env.open_db(name.encode(), create=not readonly,
                                           dupsort=name in dup, dupfixed=name in dup)
-                   for name in _DBS}
+                   for name in DBS}
         self._gate = _ResizeGate()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
@@ -376,7 +313,7 @@ class MemoryStore:
         life = self.lifecycle(txn, id16)
         recalled = txn.get(id16, db=self.db["recall"])
         m = Megram(id=mid, level=life.get("level", level), created_at=created,
-                   last_recalled_at=_F8.unpack(recalled)[0] if recalled else None, space=space,
+                   last_recalled_at=F8.unpack(recalled)[0] if recalled else None, space=space,
                    entity=entity, content=content, state=state, f=f, sigma=sigma,
                    k=life.get("k", k), consolidated_into=life.get("consolidated_into", ""))
         if entry is not None and now is not None:
@@ -407,7 +344,7 @@ class MemoryStore:
         exact = id_key(ref)
         if txn.get(exact, db=self.db["megrams"]) is not None:
             return [exact]
-        if not _is_hex(ref) or len(ref) >= 32:
+        if not is_hex(ref) or len(ref) >= 32:
             return []
         start = bytes.fromhex(ref[: len(ref) // 2 * 2])
         cur = txn.cursor(db=self.db["megrams"])
@@ -520,7 +457,7 @@ class MemoryStore:
                 db=self.db["levels"])
         txn.put(tag16, msgpack.packb([space, entity]), overwrite=False, db=self.db["tagnames"])
         if recalled:
-            txn.put(id16, _F8.pack(recalled), db=self.db["recall"])
+            txn.put(id16, F8.pack(recalled), db=self.db["recall"])
         return True
 
     def _delete(self, txn, tag16: bytes, entry: bytes) -> bool:
@@ -530,13 +467,13 @@ class MemoryStore:
             return False
         self._touched.add(tag16)
         id16 = entry[:KEY_BYTES]
-        level = LEVELS[entry[_LEVEL_AT]]
+        level = LEVELS[entry[LEVEL_AT]]
         txn.delete(level.encode(), level_value(unpack_entry(entry)[1], id16, tag16),
                    db=self.db["levels"])
         txn.delete(id16, db=self.db["megrams"])
         if unpack_entry(entry)[2]:                       # recalled: a recall key exists
             txn.delete(id16, db=self.db["recall"])
-        if entry[_FLAGS_AT] & FLAG_LIFECYCLE:
+        if entry[FLAGS_AT] & FLAG_LIFECYCLE:
             txn.delete(id16, db=self.db["lifecycle"])
         if txn.get(tag16, db=self.db["tags"]) is None:
             txn.delete(tag16, db=self.db["tagnames"])
@@ -553,7 +490,7 @@ class MemoryStore:
             return None
         self._touched.add(tag16)
         txn.put(tag16, new, dupdata=True, db=self.db["tags"])
-        old_level, new_level = entry[_LEVEL_AT], new[_LEVEL_AT]
+        old_level, new_level = entry[LEVEL_AT], new[LEVEL_AT]
         if old_level != new_level:
             value = level_value(fields[1], entry[:KEY_BYTES], tag16)
             txn.delete(LEVELS[old_level].encode(), value, db=self.db["levels"])
@@ -561,19 +498,19 @@ class MemoryStore:
         return new
 
     def _touch_recall(self, txn, id16: bytes, ts: float) -> None:
-        txn.put(id16, _F8.pack(ts), db=self.db["recall"])
+        txn.put(id16, F8.pack(ts), db=self.db["recall"])
 
     def _annotate(self, txn, tag16: bytes, entry: bytes, record: dict, **entry_changes
                   ) -> bytes | None:
         """Record a state change of a Megram: merge `record` into its lifecycle record and rewrite
         its index entry (exact-match) with `entry_changes` and the lifecycle flag. The immutable
         Megram record itself is never touched."""
-        flags = entry[_FLAGS_AT] | FLAG_LIFECYCLE | entry_changes.pop("flags", 0)
+        flags = entry[FLAGS_AT] | FLAG_LIFECYCLE | entry_changes.pop("flags", 0)
         new = self._rewrite(txn, tag16, entry, flags=flags, **entry_changes)
         if new is None:
             return None
         id16 = entry[:KEY_BYTES]
-        life = self.lifecycle(txn, id16) if entry[_FLAGS_AT] & FLAG_LIFECYCLE else {}
+        life = self.lifecycle(txn, id16) if entry[FLAGS_AT] & FLAG_LIFECYCLE else {}
         life.update(record)
         txn.put(id16, msgpack.packb(life), db=self.db["lifecycle"])
         return new
@@ -592,7 +529,7 @@ class MemoryStore:
 
     def _mark_consolidated(self, txn, tag16: bytes, id16: bytes, rule_id: str) -> bool:
         current = self.find_entry(txn, tag16, id16)
-        if current is None or current[_FLAGS_AT] & FLAG_CONSOLIDATED:
+        if current is None or current[FLAGS_AT] & FLAG_CONSOLIDATED:
             return False
         return self._annotate(txn, tag16, current, {"consolidated_into": rule_id},
                               flags=FLAG_CONSOLIDATED) is not None
@@ -604,8 +541,8 @@ class MemoryStore:
         space, entity = m.space.strip(), m.entity.strip()
         if not space or not entity:
             raise ValueError("space and entity must be non-empty")
-        if len(space) > _MAX_TAG_CHARS or len(entity) > _MAX_TAG_CHARS:
-            raise ValueError(f"space/entity longer than {_MAX_TAG_CHARS} characters")
+        if len(space) > MAX_TAG_CHARS or len(entity) > MAX_TAG_CHARS:
+            raise ValueError(f"space/entity longer than {MAX_TAG_CHARS} characters")
         for name, value, lo, hi in (("f", m.f, 0.0, 1.0), ("sigma", m.sigma, -1.0, 1.0),
                                     ("k", m.k, 0.0, 1000.0)):
             if not math.isfinite(value) or not lo <= value <= hi:
@@ -613,14 +550,14 @@ class MemoryStore:
         created = m.created_at or default_ts
         if not math.isfinite(created) or created < 0:
             raise ValueError(f"created_at={m.created_at} is not a valid time")
-        if created > now + _FUTURE_SKEW_S:
+        if created > now + FUTURE_SKEW_S:
             raise ValueError(f"created_at={m.created_at} is in the future")
         recalled = m.last_recalled_at or 0.0
-        if not math.isfinite(recalled) or recalled < 0 or recalled > now + _FUTURE_SKEW_S:
+        if not math.isfinite(recalled) or recalled < 0 or recalled > now + FUTURE_SKEW_S:
             raise ValueError(f"last_recalled_at={m.last_recalled_at} is not a valid time")
         mid = m.id.strip() or new_id(seed)
-        if len(mid) > _MAX_ID_CHARS:
-            raise ValueError(f"id longer than {_MAX_ID_CHARS} characters")
+        if len(mid) > MAX_ID_CHARS:
+            raise ValueError(f"id longer than {MAX_ID_CHARS} characters")
         content = m.content
         if len(content) > self.max_content_chars:
             content = content[: self.max_content_chars - 1] + "…"
@@ -649,235 +586,3 @@ class MemoryStore:
                 return sum(self._put(txn, rec, recalled) for rec, recalled in prepared)
             self.megrams_written += self.call(apply, weight=len(prepared))
         return ids, errors
-
-    def query_c(self, space: str, entity: str, now: float | None = None,
-                recall: bool = True) -> list[SopRecord]:
-        """C/T rules on one tag pair; each returned rule's recall clock is reset (seeds/000 §4.5)."""
-        now = now or time.time()
-        tag16 = tag_key(space, entity)
-        sops: list[tuple[bytes, SopRecord]] = []
-        with self.read() as txn:
-            arr = self.entries(txn, tag16)
-            rules = arr[np.isin(arr["level"], mkct.RULE_LEVELS)]
-            for row in rules[np.argsort(-rules["created"], kind="stable")]:
-                m = self.record(txn, bytes(row["id"]))
-                if m is not None:
-                    sops.append((bytes(row["id"]), SopRecord(
-                        id=m.id, space=m.space, entity=m.entity, content=m.content,
-                        sigma=m.sigma, state=m.state, level=m.level)))
-        if recall and sops:
-            def reset(txn):
-                for id16, _ in sops:
-                    if self._rewrite_current(txn, tag16, id16, recalled=now) is not None:
-                        self._touch_recall(txn, id16, now)
-            self.call(reset, weight=len(sops))
-        return [sop for _, sop in sops]
-
-    def _rewrite_current(self, txn, tag16: bytes, id16: bytes, **changes) -> bytes | None:
-        current = self.find_entry(txn, tag16, id16)
-        return self._rewrite(txn, tag16, current, **changes) if current else None
-
-    def query_mk(self, space: str, entity: str, now: float | None = None,
-                 top_n: int = 10) -> tuple[mkct.Potentials, list[Megram]]:
-        """Live dual-channel potentials of a tag pair and its strongest contributing Megrams."""
-        now = now or time.time()
-        arr = self.tag_entries(tag_key(space, entity))
-        if not len(arr):
-            return mkct.Potentials(0.0, 0.0, "Ignore"), []
-        att, dec = mkct.contributions(arr, now)
-        attention, decision = float(att.sum()), float(dec.sum())
-        pot = mkct.Potentials(attention, decision,
-                              mkct.classify(attention, decision, self.ignore_below, self.band))
-        with self.read() as txn:
-            top = [self.record(txn, bytes(arr[i]["id"]), arr[i], now)
-                   for i in mkct.strongest(att, top_n)]
-        return pot, [m for m in top if m is not None]
-
-    def recent(self, space: str, entity: str, n: int = 10, now: float | None = None) -> list[Megram]:
-        """Newest unconsolidated M/K Megrams of a tag pair (does not touch recall clocks)."""
-        now = now or time.time()
-        with self.read() as txn:
-            arr = self.entries(txn, tag_key(space, entity))
-            keep = arr[np.isin(arr["level"], mkct.DECAYING_LEVELS)
-                       & ((arr["flags"] & FLAG_CONSOLIDATED) == 0)]
-            order = np.argsort(-keep["created"], kind="stable")[: max(0, n)]
-            out = [self.record(txn, bytes(keep[i]["id"]), keep[i], now) for i in order]
-        return [m for m in out if m is not None]
-
-    def tag_megrams(self, space: str, entity: str, n: int = 50,
-                    now: float | None = None) -> list[Megram]:
-        """Every level of one tag pair, newest first, with live contributions."""
-        now = now or time.time()
-        with self.read() as txn:
-            arr = self.entries(txn, tag_key(space, entity))
-            order = np.argsort(-arr["created"], kind="stable")[: max(0, n)]
-            out = [self.record(txn, bytes(arr[i]["id"]), arr[i], now) for i in order]
-        return [m for m in out if m is not None]
-
-    def rules(self, now: float | None = None, limit: int = 1000) -> list[Megram]:
-        """All C/T rules (for stats and the CLI)."""
-        out: list[Megram] = []
-        with self.read() as txn:
-            cur = txn.cursor(db=self.db["levels"])
-            for letter in (b"C", b"T"):
-                if not cur.set_key(letter):
-                    continue
-                for value in cur.iternext_dup():
-                    m = self.record(txn, value[8:8 + KEY_BYTES])
-                    if m is not None:
-                        out.append(m)
-                    if len(out) >= limit:
-                        return out
-        return out
-
-    def groups(self, now: float | None = None, space: str = "", entity: str = "",
-               level: str | None = None, limit: int = 50) -> tuple[list[dict], int]:
-        """Per (space, entity): counts per level, potentials and action, strongest first.
-        `space`/`entity` filter by prefix. Returns (groups, total matching groups). Vectorised
-        over chunks of whole tags (like the Dreamer's scan), names looked up for the rows shown."""
-        now = now or time.time()
-        parts: list[tuple] = []
-        with self.read() as txn:
-            if space or entity:
-                keys = []
-                for tag16, raw in txn.cursor(db=self.db["tagnames"]).iternext():
-                    sp, ent = msgpack.unpackb(raw)
-                    if sp.startswith(space) and ent.startswith(entity):
-                        keys.append(tag16)
-                cur = txn.cursor(db=self.db["tags"])
-                chunks = (self._multi(cur, keys[i:i + 4096]) for i in range(0, len(keys), 4096))
-            else:
-                chunks = self.scan(txn)
-            for chunk in chunks:
-                if level is not None:
-                    chunk = chunk[chunk["level"] == LEVEL_CODE[level]]
-                if not len(chunk):
-                    continue
-                att, dec = mkct.contributions(chunk, now)
-                tags = chunk["tag"]
-                starts = np.flatnonzero(np.r_[True, tags[1:] != tags[:-1]])
-                counts = np.stack([np.add.reduceat((chunk["level"] == code).astype(np.int64),
-                                                   starts) for code in range(len(LEVELS))], 1)
-                parts.append((tags[starts], np.add.reduceat(att, starts),
-                              np.add.reduceat(dec, starts), counts,
-                              np.maximum.reduceat(chunk["created"], starts)))
-            if not parts:
-                return [], 0
-            tags, att_g, dec_g, counts, newest = (np.concatenate(x) for x in zip(*parts))
-            order = np.argsort(-att_g, kind="stable")[: max(0, limit)]
-            found = []
-            for i in order:
-                sp, ent = self.tag_names(txn, bytes(tags[i])) or ("?", "?")
-                attention, decision = float(att_g[i]), float(dec_g[i])
-                found.append({"space": sp, "entity": ent, "count": int(counts[i].sum()),
-                              "levels": {LEVELS[j]: int(c) for j, c in enumerate(counts[i]) if c},
-                              "attention": round(attention, 6), "decision": round(decision, 6),
-                              "action": mkct.classify(attention, decision, self.ignore_below,
-                                                      self.band),
-                              "newest": float(newest[i])})
-        return found, int(len(att_g))
-
-    def show(self, ref: str, now: float | None = None) -> tuple[Megram, dict]:
-        """One Megram by id or unique id prefix, with its lifecycle and its tag's potentials."""
-        now = now or time.time()
-        with self.read() as txn:
-            keys = self.resolve(txn, ref)
-            if not keys:
-                raise StoreError(f"no Megram with id {ref!r}")
-            if len(keys) > 1:
-                raise StoreError(f"id prefix {ref!r} is ambiguous: "
-                                 + ", ".join(k.hex()[:12] for k in keys))
-            id16 = keys[0]
-            base = self.record(txn, id16)
-            tag16 = tag_key(base.space, base.entity)
-            raw = self.find_entry(txn, tag16, id16)
-            entry = np.frombuffer(raw, dtype=ENTRY_DTYPE)[0] if raw else None
-            m = self.record(txn, id16, entry, now)
-            arr = self.entries(txn, tag16)
-            pot = mkct.potentials(arr, now, self.ignore_below, self.band)
-            detail = {"lifecycle": self.lifecycle(txn, id16), "key": id16.hex(),
-                      "group": {"space": m.space, "entity": m.entity, "count": int(len(arr)),
-                                "attention": round(pot.attention, 6),
-                                "decision": round(pot.decision, 6), "action": pot.action}}
-        return m, detail
-
-    def forget(self, ref: str) -> Megram:
-        """Hard-delete one Megram (the operator's explicit removal; GC is the Dreamer's)."""
-        m, _ = self.show(ref)
-        id16 = id_key(m.id)
-        tag16 = tag_key(m.space, m.entity)
-
-        def delete(txn):
-            current = self.find_entry(txn, tag16, id16)
-            if current is None or not self._delete(txn, tag16, current):
-                raise StoreError(f"Megram {m.id} disappeared before it could be forgotten")
-            return True
-        self.call(delete)
-        return m
-
-    def stats(self) -> dict:
-        with self.read() as txn:
-            cur = txn.cursor(db=self.db["levels"])
-            levels = {}
-            for letter in LEVELS:
-                levels[letter] = cur.count() if cur.set_key(letter.encode()) else 0
-            total = txn.stat(self.db["megrams"])["entries"]
-            tags = txn.stat(self.db["tagnames"])["entries"]
-        info = self.env.info()
-        try:
-            file_bytes = (self.path / "data.mdb").stat().st_size
-        except OSError:
-            file_bytes = 0
-        return {"megrams": total, "levels": levels, "tags": tags, "path": str(self.path),
-                "file_bytes": file_bytes, "map_size": info["map_size"],
-                "commits": self.commits, "written": self.megrams_written,
-                "resizes": self.resizes, "cache": {"tags": len(self._cache),
-                                                   "bytes": self._cache_used,
-                                                   "hits": self.cache_hits}}
-
-    def verify(self) -> list[str]:
-        """Cross-check every sub-database against the others; returns the problems found."""
-        problems: list[str] = []
-        with self.read() as txn:
-            indexed: set[bytes] = set()
-            for chunk in self.scan(txn):
-                for row in chunk:
-                    id16, tag16 = bytes(row["id"]), bytes(row["tag"])
-                    if id16 in indexed:
-                        problems.append(f"{id16.hex()} indexed twice")
-                    indexed.add(id16)
-                    raw = txn.get(id16, db=self.db["megrams"])
-                    if raw is None:
-                        problems.append(f"{id16.hex()} indexed but has no record")
-                        continue
-                    rec = msgpack.unpackb(raw)
-                    if tag_key(rec[3], rec[4]) != tag16:
-                        problems.append(f"{id16.hex()} indexed under the wrong tag")
-                    if txn.get(tag16, db=self.db["tagnames"]) is None:
-                        problems.append(f"tag of {id16.hex()} has no name")
-                    level = LEVELS[int(row["level"])].encode()
-                    value = level_value(float(row["created"]), id16, tag16)
-                    if not txn.cursor(db=self.db["levels"]).set_key_dup(level, value):
-                        problems.append(f"{id16.hex()} missing from the level index")
-            records = txn.stat(self.db["megrams"])["entries"]
-            levels = txn.stat(self.db["levels"])["entries"]
-            if records != len(indexed):
-                problems.append(f"{records} records but {len(indexed)} index entries")
-            if levels != len(indexed):
-                problems.append(f"{levels} level entries but {len(indexed)} index entries")
-        return problems
-
-    def remember(self, text: str, *, level: str = "C", space: str = GLOBAL_USER,
-                 entity: str = ENV_LOCAL, sigma: float | None = None) -> Megram:
-        """An operator-injected Megram: C and T are timeless rules, M and K decay like GGS's."""
-        text = text.strip()
-        if not text:
-            raise StoreError("nothing to remember: the text is empty")
-        f, k, state = {"T": (1.0, 0.0, "persona"), "C": (1.0, 0.0, "user-injected"),
-                       "K": (0.9, 0.05, "user-injected"), "M": (0.9, 0.05, "user-injected")}[level]
-        m = Megram(level=level, space=space or GLOBAL_USER, entity=entity or ENV_LOCAL,
-                   content=text, state=state, f=f, sigma=1.0 if sigma is None else sigma, k=k)
-        ids, errors = self.write([m])
-        if errors:
-            raise StoreError(errors[0])
-        return self.show(ids[0])[0]

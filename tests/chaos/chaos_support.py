@@ -372,7 +372,8 @@ def post_down_checks(settings, chaos: Chaos, down_at: float) -> dict:
     """After `artoo down`: memory writes in LMDB, audit log chain and coverage, state left over."""
     from auditor import log as audit_log
     from auditor.tap import log_dir
-    from memory_server.store import MemoryStore, id_key
+    from memory_server.layout import id_key
+    from memory_server.store import MemoryStore
     out: dict = {}
     store = MemoryStore(settings.memory_path, readonly=True)
     try:
