@@ -349,8 +349,13 @@ def test_cancel_reaches_every_role_and_the_effector(e2e):
     e2e.session._cancel(rid)
     final = e2e.session.follow(rid, 30)
     assert final.directive == "abandon" and "cancel" in final.summary.lower()
-    wait_until(lambda: not psutil.pid_exists(started.pid) or
-               psutil.Process(started.pid).status() == psutil.STATUS_ZOMBIE, 15, "effector gone")
+
+    def gone(pid: int) -> bool:          # the effector may exit between two psutil calls
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:     # ZombieProcess is one too
+            return True
+    wait_until(lambda: gone(started.pid), 15, "effector gone")
     state = e2e.settings.home / "state"
     wait_until(lambda: not any((state / r / f"{rid}.json").exists()
                                for r in ("planner", "metaval", "perceiver")), 15, "state dropped")
