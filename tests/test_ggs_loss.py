@@ -1,4 +1,4 @@
-"""Unit tests of the GGS mathematics (services/loss.py): the 24-cell table of seeds/000 Appendix A
+"""Unit tests of the GGS mathematics (services/roles/loss.py): the 24-cell table of seeds/000 Appendix A
 as the oracle, the boundary value of every threshold, D/P/Ω/L, the overrides, blocked sets from the
 structured tool records, and Megram construction by the quantization matrix."""
 from __future__ import annotations

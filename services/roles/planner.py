@@ -6,7 +6,7 @@ assigned here (never by the LLM), a missing or non-positive sequence is 1, and t
 (not empty, not too big, every subtask with an intent and criteria, no blocked tool or target, sequence
 numbers contiguous from 1). A violation is re-asked once with the reasons; a second failure, like any
 LLM error, is a PlanningFailed to GGS, which delivers the honest FinalResult (the planner never talks
-to the user). The subtask dispatcher that runs the plan lives in services/dispatcher.py.
+to the user). The subtask dispatcher that runs the plan lives in services/roles/dispatcher.py.
 """
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def validate_plan(plan: PlanReply, blocked_tools: list[str], blocked_targets: li
 
 
 # ---------------------------------------------------------------------------------------------
-# memory calibration (services/calibration.py, owned by the memory capability)
+# memory calibration (services/roles/calibration.py, owned by the memory capability)
 # ---------------------------------------------------------------------------------------------
 
 class Calibration(BaseModel):

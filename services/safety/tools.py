@@ -5,9 +5,9 @@ Every tool returns a ToolOutput (output, error, target, law1) and never raises: 
 one structured ToolCallRecord that R4a, GGS and memory all read. Paths are confined: writes only
 inside the workspace, reads inside the workspace and the configured read roots, and artoo's own data
 dir (and runtime dir) is never readable or writable by any tool — `~`, `..`, absolute paths outside
-and symlinks that escape are refused. Shell commands go through the Law 1 gate (services/law1.py):
-destructive and unknown ones run only with the operator's approval, and approved deletes and
-overwrites inside the workspace keep an undo copy first.
+and symlinks that escape are refused. Shell commands go through the Law 1 gate
+(services/safety/law1.py): destructive and unknown ones run only with the operator's approval, and
+approved deletes and overwrites inside the workspace keep an undo copy first.
 """
 from __future__ import annotations
 
