@@ -89,12 +89,18 @@ def test_imports_run_one_way():
     assert forbidden == [], "forbidden imports:\n" + "\n".join(forbidden)
 
 
-def test_the_walker_sees_every_kind_of_import(tmp_path):
+def test_the_walker_sees_every_kind_of_import():
     # the checker itself: relative, from-package and function-level imports all resolve
-    imports = dict((t, n) for n, t in imports_of(REPO / "services" / "safety" / "shell.py"))
+    imports = {t for _, t in imports_of(REPO / "services" / "safety" / "shell.py")}
     assert "services.safety.commands" in imports and "services.safety.levels" in imports
     spawner = [t for _, t in imports_of(REPO / "services" / "roles" / "spawner.py")]
     assert "services.roles.effector" in spawner     # imported inside a function
+
+
+def test_every_source_folder_is_a_package():
+    # setuptools' find (pyproject) installs only folders with an __init__.py
+    folders = {p.parent for p in sources()}
+    assert sorted(str(f.relative_to(REPO)) for f in folders if not (f / "__init__.py").exists()) == []
 
 
 def test_no_source_file_over_700_lines():
