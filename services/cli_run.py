@@ -323,13 +323,32 @@ def _fail(console: Console, message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+WORKSPACE_HELP = "the runs' workspace (default: ARTOO_WORKSPACE if set, else the current directory)"
+
+
+def _use_workspace(session: "RunSession", workspace: str | None, err: Console) -> None:
+    """Point the session's runs at `workspace`, else at the current directory (like Codex CLI or
+    aider: work where the user is) unless ARTOO_WORKSPACE names one; unsafe places end the command
+    with exit 2 before anything is submitted."""
+    where = "--workspace" if workspace is not None else "the current directory"
+    if workspace is None and not os.environ.get("ARTOO_WORKSPACE"):
+        workspace = os.getcwd()
+    if workspace is None:
+        return
+    problem = workspace_problem(workspace, session.settings)
+    if problem:
+        session.close()
+        _fail(err, f"{where} refused as the workspace: {problem}; cd into a project directory "
+                   f"or pass --workspace DIR", 2)
+    session.workspace = os.path.realpath(os.path.expanduser(workspace))
+
+
 @click.command()
 @click.argument("goal", nargs=-1, required=True)
 @click.option("--yes", is_flag=True, help="pre-approve Law 1 actions (deletes, overwrites, ...)")
 @click.option("--json", "as_json", is_flag=True, help="print only the FinalResult as JSON")
 @click.option("--deadline", type=float, default=None, help="task deadline in seconds")
-@click.option("--workspace", "-w", default=None, metavar="DIR",
-              help="the run's workspace (default: the daemon's, ARTOO_WORKSPACE)")
+@click.option("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
 @click.option("--run-id", default=None, hidden=True, help="use this run id (automation)")
 def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
         workspace: str | None, run_id: str | None) -> None:
@@ -346,12 +365,7 @@ def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
         session = RunSession(settings, console, yes=yes, quiet=as_json)
     except ConfigError as exc:
         _fail(err, str(exc), 2)
-    if workspace is not None:
-        problem = workspace_problem(workspace, settings)
-        if problem:
-            session.close()
-            _fail(err, f"--workspace refused: {problem}", 2)
-        session.workspace = os.path.realpath(os.path.expanduser(workspace))
+    _use_workspace(session, workspace, err)
     try:
         rid = session.submit(text, run_id=run_id, deadline_s=deadline)
         if not as_json:
@@ -402,7 +416,8 @@ def show_audit(session: RunSession) -> None:
 
 @click.command()
 @click.option("--yes", is_flag=True, help="pre-approve Law 1 actions for the whole session")
-def repl(yes: bool) -> None:
+@click.option("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
+def repl(yes: bool, workspace: str | None) -> None:
     """Interactive session: run goals one after another with the same live rendering."""
     settings = _settings()
     console = Console()
@@ -410,6 +425,7 @@ def repl(yes: bool) -> None:
         session = RunSession(settings, console, yes=yes, interactive=sys.stdin.isatty())
     except ConfigError as exc:
         _fail(Console(stderr=True), str(exc), 2)
+    _use_workspace(session, workspace, Console(stderr=True))
     history: list[str] = []
     console.print("[bold]artoo[/bold] — /help for commands", highlight=False)
     idle_interrupt = False

@@ -511,7 +511,8 @@ def test_law0_impossible_goal_ends_not_possible_without_replanning(e2e):
 
 def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
     """`--workspace DIR`: the effector works there (not in the daemon's workspace); HOME, the
-    root, system dirs and the data dir are refused before anything is submitted."""
+    root, system dirs and the data dir are refused before anything is submitted. Without it (and
+    without ARTOO_WORKSPACE) the run works in the current directory, with the same refusals."""
     env = dict(os.environ)
     own = tmp_path / "project"
     own.mkdir()
@@ -535,4 +536,25 @@ def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
         proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--workspace", bad,
                                "count files"], env=env, cwd=REPO, capture_output=True,
                               text=True, timeout=60)
-        assert proc.returncode == 2 and "--workspace refused" in proc.stderr, (bad, proc.stderr)
+        assert proc.returncode == 2 and "--workspace refused as the workspace" in proc.stderr, (bad, proc.stderr)
+
+    # without --workspace (and no ARTOO_WORKSPACE) the run works in the current directory
+    env = {k: v for k, v in env.items() if k != "ARTOO_WORKSPACE"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    (own / "notes.txt").write_text("one\ntwo\n")
+    rid = new_rid("cwd")
+    intent = f"count the lines {rid}"
+    e2e.router.script.executor(intent, shell("wc -l < notes.txt"), result("2"))
+    e2e.router.script.agentval(intent, all_met("counted", evidence="wc printed 2"))
+    e2e.router.script.verifier(intent, check("grep -c . notes.txt"))
+    e2e.llm.add("perceiver", perception("count the lines of notes.txt"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--json", "--run-id", rid,
+                           "count the lines of notes.txt"], env=env, cwd=own,
+                          capture_output=True, text=True, timeout=120)
+    final = json.loads(proc.stdout)
+    assert proc.returncode == 0 and final["answer"] == "2", proc.stdout + proc.stderr
+    assert final["workspace"] == str(own.resolve())
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "count files"], env=env,
+                          cwd=os.path.expanduser("~"), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "the current directory refused" in proc.stderr, proc.stderr
