@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from protocol.bus import BusTimeout
+from protocol.envelope import PROTOCOL_VERSION
 from protocol.settings import load_settings
 
 from . import __version__, daemon
@@ -27,6 +28,7 @@ COMMAND_MODULES = [
     "services.ggs",
     "services.cli_run",
     "services.cli_effector",
+    "services.cli_tasks",
 ]
 
 
@@ -37,7 +39,8 @@ def fail(message: str, code: int = 2) -> None:
 
 
 @click.group()
-@click.version_option(__version__, prog_name="artoo")
+@click.version_option(__version__, prog_name="artoo",
+                      message=f"%(prog)s %(version)s (bus protocol v{PROTOCOL_VERSION})")
 def main() -> None:
     """artoo: a hierarchical multi-agent runtime on a ZeroMQ bus."""
 
@@ -118,4 +121,4 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(main)
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="artoo")

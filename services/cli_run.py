@@ -74,6 +74,7 @@ class RunSession:
         self.queues: dict[str, queue.Queue] = {}    # run id -> its events, for follow()
         self.seen: dict[str, list] = {}              # run id -> (envelope, message) observed
         self.usages: dict[str, list[dict]] = {}
+        self.shown: dict[str, set] = {}              # run id -> events already rendered
         # runs whose terminal message arrived: a second one (a re-send under a new id) is acked
         # and dropped, never rendered or returned twice
         self.ended: OrderedDict[str, None] = OrderedDict()
@@ -101,6 +102,14 @@ class RunSession:
             self.usages.setdefault(env.task, []).append(msg.model_dump())
             return
         self.seen[env.task].append((env, msg))
+        # each event once: a re-send keeps its envelope id, and the planner's forward of an
+        # outcome repeats the agent-validator's
+        key = (("SubTaskOutcome", msg.subtask_id, msg.status) if env.type == "SubTaskOutcome"
+               else env.id)
+        shown = self.shown.setdefault(env.task, set())
+        if key in shown:
+            return
+        shown.add(key)
         self._put("msg", env, msg)
 
     def _put(self, kind: str, env, msg) -> None:
@@ -176,6 +185,19 @@ class RunSession:
         finally:
             if status:
                 status.stop()
+
+    def cancel(self, run_id: str, wait_s: float = CANCEL_WAIT_S):
+        """Cancel a run this session did not submit (`artoo tasks cancel`): TaskCancel, repeated
+        until its FinalResult arrives; the FinalResult, or None after `wait_s`."""
+        self.queues.setdefault(run_id, queue.Queue())
+        self.seen.setdefault(run_id, [])
+        self._cancel_at = None
+        self._cancel(run_id)
+        limit = time.monotonic() + wait_s
+        while True:
+            done, final = self._step(run_id, limit, None)
+            if done:
+                return final
 
     def _cancel(self, run_id: str) -> None:
         now = time.monotonic()
@@ -265,6 +287,7 @@ class RunSession:
         self.queues.pop(run_id, None)
         self.seen.pop(run_id, None)
         self.usages.pop(run_id, None)
+        self.shown.pop(run_id, None)
 
     def report(self, run_id: str, final) -> None:
         if isinstance(final, ConversationalReply):
