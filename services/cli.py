@@ -16,7 +16,7 @@ from protocol.bus import BusTimeout
 from protocol.envelope import PROTOCOL_VERSION
 from protocol.settings import load_settings
 
-from . import __version__, daemon
+from . import __version__, daemon, sandbox
 
 console = Console()
 err_console = Console(stderr=True)
@@ -71,6 +71,20 @@ def print_status(report: dict, as_json: bool) -> None:
     backends = report.get("llm_backends")
     if backends:
         console.print("LLM backends: " + ", ".join(f"{k}={v}" for k, v in backends.items()))
+    box = report.get("sandbox")
+    if box:
+        colour = {"bubblewrap": "green", "off": "yellow"}.get(box["mode"], "red")
+        limit = f"; process limit: {box['process_limit']}" if box.get("process_limit") else ""
+        console.print(f"Tool sandbox: [{colour}]{box['mode']}[/{colour}] — "
+                      f"{escape(box['detail'])}{limit}", highlight=False)
+
+
+def with_sandbox(report: dict, settings) -> dict:
+    """The tool sandbox's state in a status report (checked here: same machine, same settings)."""
+    box = sandbox.status(settings)
+    report["sandbox"] = {"mode": box.mode, "detail": box.detail,
+                         "process_limit": box.process_limit}
+    return report
 
 
 @main.command()
@@ -83,7 +97,7 @@ def up(timeout: float, as_json: bool) -> None:
         report = daemon.up(settings, timeout_s=timeout)
     except daemon.DaemonError as exc:
         fail(str(exc), 1)
-    print_status(report, as_json)
+    print_status(with_sandbox(report, settings), as_json)
 
 
 @main.command()
@@ -112,7 +126,7 @@ def status(as_json: bool, window: float) -> None:
                              "uptime_s": 0.0, "supervisor_state": "", "gaps": 0, "rejected": 0,
                              "unacked": 0, "lost": 0, "in_flight": 0, "info": {}}
                             for r, i in daemon.expected_instances(daemon.daemon_env(settings))]}
-    print_status(report, as_json)
+    print_status(with_sandbox(report, settings), as_json)
     if not daemon.ready(report, daemon.expected_instances(daemon.daemon_env(settings))):
         sys.exit(1)  # an expected role is missing
 

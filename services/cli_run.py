@@ -69,6 +69,7 @@ class RunSession:
         self.console = console
         self.yes = yes
         self.workspace = ""              # this session's runs' workspace ("" = the daemon's)
+        self.network = False             # tool commands may use the network (--network)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.quiet = quiet
         self.queues: dict[str, queue.Queue] = {}    # run id -> its events, for follow()
@@ -154,7 +155,7 @@ class RunSession:
         self.queues[run_id] = queue.Queue()
         self.seen[run_id] = []
         options = RunOptions(yes=self.yes, interactive=self.interactive, deadline_s=deadline_s,
-                             workspace=self.workspace)
+                             workspace=self.workspace, network=self.network)
         self.client.send(UserRequest(task_id=run_id, text=text, options=options,
                                      history=list(history or [])[-5:]))
         return run_id
@@ -346,6 +347,8 @@ def _fail(console: Console, message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+NETWORK_HELP = ("let tool commands use the network (the sandbox has none; without this, "
+                "network programs ask the operator)")
 WORKSPACE_HELP = "the runs' workspace (default: ARTOO_WORKSPACE if set, else the current directory)"
 
 
@@ -372,9 +375,10 @@ def _use_workspace(session: "RunSession", workspace: str | None, err: Console) -
 @click.option("--json", "as_json", is_flag=True, help="print only the FinalResult as JSON")
 @click.option("--deadline", type=float, default=None, help="task deadline in seconds")
 @click.option("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
+@click.option("--network", is_flag=True, help=NETWORK_HELP)
 @click.option("--run-id", default=None, hidden=True, help="use this run id (automation)")
 def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
-        workspace: str | None, run_id: str | None) -> None:
+        workspace: str | None, network: bool, run_id: str | None) -> None:
     """Run GOAL end to end and show the pipeline live."""
     text = " ".join(goal).strip()
     err = Console(stderr=True, soft_wrap=True)
@@ -389,6 +393,7 @@ def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
     except ConfigError as exc:
         _fail(err, str(exc), 2)
     _use_workspace(session, workspace, err)
+    session.network = network
     try:
         rid = session.submit(text, run_id=run_id, deadline_s=deadline)
         if not as_json:
@@ -440,7 +445,8 @@ def show_audit(session: RunSession) -> None:
 @click.command()
 @click.option("--yes", is_flag=True, help="pre-approve Law 1 actions for the whole session")
 @click.option("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
-def repl(yes: bool, workspace: str | None) -> None:
+@click.option("--network", is_flag=True, help=NETWORK_HELP)
+def repl(yes: bool, workspace: str | None, network: bool) -> None:
     """Interactive session: run goals one after another with the same live rendering."""
     settings = _settings()
     console = Console()
@@ -449,6 +455,7 @@ def repl(yes: bool, workspace: str | None) -> None:
     except ConfigError as exc:
         _fail(Console(stderr=True), str(exc), 2)
     _use_workspace(session, workspace, Console(stderr=True))
+    session.network = network
     history: list[str] = []
     console.print("[bold]artoo[/bold] — /help for commands", highlight=False)
     idle_interrupt = False
