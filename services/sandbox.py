@@ -31,6 +31,8 @@ from pathlib import Path
 
 from protocol.settings import Settings
 
+from .law1 import UNKNOWN
+
 BWRAP = "bwrap"
 SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-",
@@ -94,6 +96,15 @@ def status(settings: Settings) -> Status:
     limit = "pids cgroup" if _cgroup_parent() else \
         ("RLIMIT_NPROC" if os.geteuid() != 0 else "time limit only (root ignores RLIMIT_NPROC)")
     return Status("bubblewrap", f"bubblewrap at {bwrap}", process_limit=limit)
+
+
+def asks_operator(verdict, *, confined: bool) -> bool:
+    """Law 1 on top of the sandbox: inside it an unknown program (a script, `make`, `pytest`) can
+    only touch the workspace, so it runs without asking (after an undo copy); deletes and
+    overwrites the gate can see still ask. Unconfined, every gated command asks."""
+    if not verdict.needs_approval:
+        return False
+    return not (confined and verdict.level == UNKNOWN)
 
 
 def needs_network(command: str) -> str:

@@ -242,7 +242,7 @@ class Toolbox:
             prefix, network = f"[{note}]\n", True
         # In the sandbox an unknown program can only touch the workspace: it runs without
         # asking, after an undo copy of the workspace. Deletes and overwrites still ask.
-        if verdict.needs_approval and not (confined and verdict.level == law1.UNKNOWN):
+        if sandbox.asks_operator(verdict, confined=confined):
             ok, note = self._approved(kind="shell", command=command, paths=verdict.paths,
                                       classification=verdict.level, reason=verdict.reason,
                                       snapshot_roots=verdict.snapshot_roots)

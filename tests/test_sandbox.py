@@ -6,6 +6,7 @@ alive to report its outcome."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import uuid
@@ -171,6 +172,10 @@ def test_unknown_programs_run_without_approval_but_deletes_still_ask(h):
     assert (h.workspace / "made.txt").read_text() == "made"
     assert remove.law1 and (h.workspace / "keep.txt").exists()
     assert not h.seen.of("ApprovalRequest", lambda m: "script.py" in m.command)
+    # the unattended script is undoable: the workspace was copied before it ran
+    manifests = [json.loads(p.read_text())
+                 for p in law1.undo_dir(h.settings, st.parent_task_id).glob("*/manifest.json")]
+    assert [m["command"] for m in manifests] == ["python3 script.py"]
 
 
 def test_read_roots_never_expose_the_data_dir(tmp_path, monkeypatch):
