@@ -171,6 +171,7 @@ class RunOptions(Body):
     interactive: bool = False             # an operator is present to answer prompts
     deadline_s: Optional[float] = None
     workspace: str = ""                   # this run's workspace (absolute); "" = the daemon's
+    network: bool = False                 # tool commands may use the network (`--network`)
 
 
 class UserRequest(Body):

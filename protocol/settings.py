@@ -98,7 +98,11 @@ class Settings:
     effector_ack_wait_s: float = 30.0    # an effector waits this long for its outcome's acks
     effector_deadline_margin_s: float = 5.0  # it reports a failed outcome this long before its kill
     shell_output_max_chars: int = 200_000  # raw shell output kept (head + tail) before the prompt cut
-    read_roots: str = ""                 # ARTOO_READ_ROOTS: extra read-only roots for file tools (":")
+    read_roots: str = ""                 # ARTOO_READ_ROOTS: extra read-only roots for tools (":")
+    sandbox: str = "on"                  # ARTOO_SANDBOX: "off" runs agent commands unconfined
+    sandbox_network: bool = False        # ARTOO_SANDBOX_NETWORK: every run may use the network
+    sandbox_max_procs: int = 256         # processes per tool command (a fork bomb stops there)
+    sandbox_max_file_bytes: int = 1 << 30  # the largest file a tool command may write
     search_url: str = ""                 # ARTOO_SEARCH_URL: SearXNG-style JSON search endpoint
     undo_max_bytes: int = 200 << 20      # larger approved deletes/overwrites get no undo copy
 

@@ -126,7 +126,7 @@ def test_prompt_budgets_shrink_for_the_local_model(settings, toolbox):
     assert len(result.tool_calls[0].output) < 1600
     # no date unless the goal speaks of time (a model copies the date into commands)
     assert "Today's date:" not in llm.prompts[0] and "Subtask: do the thing" in llm.prompts[0]
-    assert "big.txt (10000 bytes)" in llm.prompts[0]          # the workspace overview
+    assert "big.txt (10000 bytes" in llm.prompts[0]           # the workspace overview
     timed = FakeLLM({"action": "result", "output": "ok"}, local=True)
     Executor(SubTask(subtask_id="s", parent_task_id="t", intent="list files modified today"),
              timed, toolbox, settings).run_attempt(1)

@@ -98,3 +98,22 @@ def test_goal_words_alone_do_not_agree_and_absent_terms(tmp_path):
     (tmp_path / "users.csv").write_text("name,email\nalicia,a@x.org\n")
     absent = ev.absent_terms("What is the email of the user alice in users.csv?", str(tmp_path))
     assert "alice" in absent and "email" not in absent and "users.csv" not in absent
+
+
+def test_agreement_on_zero_or_null_is_no_evidence():
+    """A pipeline over a wrong path prints 0 or null; two such derivations agreeing prove nothing."""
+    assert not ev.agree("0", "0\n").agree
+    assert not ev.agree("The average is null", "null").agree
+    assert ev.agree("There are 10", "10").agree
+
+
+def test_overview_shows_json_shape_and_missing_final_newline(tmp_path):
+    (tmp_path / "users.json").write_text(
+        '{"exported_by": "crm", "people": [{"name": "a", "age": 3}, {"name": "b", "age": 5}]}')
+    (tmp_path / "members.csv").write_text("name,role\nann,admin")
+    (tmp_path / "ok.txt").write_text("one\n")
+    text = ev.overview(str(tmp_path))
+    assert "shape of users.json (JSON): {exported_by: str, people: [2 × {name: str, age: int}]}" \
+        in text
+    assert "members.csv (19 bytes, no newline at the end)" in text
+    assert "ok.txt (4 bytes)" in text

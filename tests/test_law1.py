@@ -59,6 +59,19 @@ def test_benign_commands_are_rarely_gated(sandbox):
     assert len(not_read_only) <= 0.03 * len(corpus.BENIGN), not_read_only
 
 
+def test_inside_the_tool_sandbox_benign_commands_almost_never_ask(sandbox):
+    """Issue 15: with the OS sandbox under the gate, unknown programs run unattended; what asks
+    is what the gate sees delete or overwrite. Benign false gates stay under 1%; every
+    destructive spelling the gate resolves still asks."""
+    from services.safety.sandbox import asks_operator
+    asks = [c for c in corpus.BENIGN if asks_operator(classify(sandbox, c), confined=True)]
+    assert len(asks) <= 0.01 * len(corpus.BENIGN), asks
+    for command in corpus.DESTRUCTIVE:
+        result = classify(sandbox, command)
+        if result.level == DESTRUCTIVE and not result.protected:
+            assert asks_operator(result, confined=True), command
+
+
 def test_workspace_writes_need_no_approval(sandbox):
     wrong = [(c, classify(sandbox, c).level) for c in corpus.WORKSPACE_WRITES
              if classify(sandbox, c).level != WORKSPACE_WRITE]

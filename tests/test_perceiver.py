@@ -169,3 +169,9 @@ def test_sigkill_mid_request_is_redelivered_to_the_restarted_perceiver(stack):
     stack.llm.add("perceiver", perception("Archive the old reports"), task=rid)
     stack.restart_role("perceiver")
     assert spec_of(stack, rid).intent == "Archive the old reports"
+
+
+def test_intent_slug_is_plain_words():
+    """Readable slugs (issue 16): plain words of the goal, plurals folded, no stems."""
+    assert intent_slug("Count the orders whose status is shipped") == "count-order-shipped-status"
+    assert intent_slug("list the directories and entries") == "directory-entry-list"

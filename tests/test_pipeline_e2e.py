@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -50,6 +51,39 @@ def test_flow_lines_escape_tags_and_show_verdicts():
     line = render.describe(_env("SubTaskOutcome", "agentval", "metaval"), out)
     assert "failed" in line and "No such file" in line
     assert render.describe(_env("Heartbeat", "planner"), object()) is None
+
+
+def test_version_and_shell_completion():
+    from protocol.envelope import PROTOCOL_VERSION
+    env = dict(os.environ)
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "--version"], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and f"bus protocol v{PROTOCOL_VERSION}" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "services.cli"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, env=dict(env, _ARTOO_COMPLETE="bash_source"))
+    assert proc.returncode == 0 and "complete " in proc.stdout and "_artoo_completion" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "services.cli"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, env=dict(env, _ARTOO_COMPLETE="bash_complete",
+                                                          COMP_WORDS="artoo tas", COMP_CWORD="1"))
+    assert "plain,tasks" in proc.stdout.split()
+
+
+def test_live_view_prints_each_event_once():
+    """A re-send (same envelope id) and the planner's forward of an outcome render nothing new."""
+    import queue
+    from services.cli_run import RunSession
+    session = RunSession.__new__(RunSession)
+    session.queues, session.seen, session.usages, session.shown = {"run-x": queue.Queue()}, \
+        {"run-x": []}, {}, {}
+    req = _env("UserRequest", "user", "perceiver")
+    out = SubTaskOutcome(task_id="run-x", subtask_id="st0.1-ab", parent_task_id="run-x",
+                         status="matched")
+    for env in (req, req, req, _env("SubTaskOutcome", "agentval", "metaval"),
+                _env("SubTaskOutcome", "planner", "metaval")):
+        session._observe(env, out)
+    rendered = [session.queues["run-x"].get_nowait()[1].type for _ in range(2)]
+    assert rendered == ["UserRequest", "SubTaskOutcome"] and session.queues["run-x"].empty()
+    assert len(session.seen["run-x"]) == 5              # every message is still recorded
 
 
 def test_decision_trail_and_cost_table():
@@ -517,7 +551,8 @@ def test_law0_impossible_goal_ends_not_possible_without_replanning(e2e):
 
 def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
     """`--workspace DIR`: the effector works there (not in the daemon's workspace); HOME, the
-    root, system dirs and the data dir are refused before anything is submitted."""
+    root, system dirs and the data dir are refused before anything is submitted. Without it (and
+    without ARTOO_WORKSPACE) the run works in the current directory, with the same refusals."""
     env = dict(os.environ)
     own = tmp_path / "project"
     own.mkdir()
@@ -541,4 +576,125 @@ def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
         proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--workspace", bad,
                                "count files"], env=env, cwd=REPO, capture_output=True,
                               text=True, timeout=60)
-        assert proc.returncode == 2 and "--workspace refused" in proc.stderr, (bad, proc.stderr)
+        assert proc.returncode == 2 and "--workspace refused as the workspace" in proc.stderr, (bad, proc.stderr)
+
+    # without --workspace (and no ARTOO_WORKSPACE) the run works in the current directory
+    env = {k: v for k, v in env.items() if k != "ARTOO_WORKSPACE"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    (own / "notes.txt").write_text("one\ntwo\n")
+    rid = new_rid("cwd")
+    intent = f"count the lines {rid}"
+    e2e.router.script.executor(intent, shell("wc -l < notes.txt"), result("2"))
+    e2e.router.script.agentval(intent, all_met("counted", evidence="wc printed 2"))
+    e2e.router.script.verifier(intent, check("grep -c . notes.txt"))
+    e2e.llm.add("perceiver", perception("count the lines of notes.txt"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--json", "--run-id", rid,
+                           "count the lines of notes.txt"], env=env, cwd=own,
+                          capture_output=True, text=True, timeout=120)
+    final = json.loads(proc.stdout)
+    assert proc.returncode == 0 and final["answer"] == "2", proc.stdout + proc.stderr
+    assert final["workspace"] == str(own.resolve())
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "count files"], env=env,
+                          cwd=os.path.expanduser("~"), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "the current directory refused" in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# artoo tasks: ls / show / logs -f / cancel, on the real daemon
+# ---------------------------------------------------------------------------------------------
+
+def cli(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "services.cli", *args], env=dict(os.environ),
+                          cwd=REPO, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def in_terminal(*args: str, env: dict, timeout: float = 60) -> str:
+    """Run the CLI in a pseudo-terminal (its output is for people there) and return what it
+    printed."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "services.cli", *args], env=env, cwd=REPO,
+                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:          # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        assert proc.wait(timeout=10) == 0, out.decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    return out.decode(errors="replace")
+
+
+COLOUR = re.compile(r"\x1b\[(?:\d+;)*(?:3[0-8]|9[0-7])(?:;\d+)*m")
+
+
+def test_tasks_ls_show_logs_follow_and_cancel(e2e):
+    done = new_rid("tdone")
+    intent = f"count the notes {done}"
+    e2e.router.simple(intent, "41", ["counted"])
+    e2e.router.script.verifier(intent, check(e2e.router.data("41")))
+    e2e.llm.add("perceiver", perception("count the notes"), task=done)
+    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=done)
+    final = run_task(e2e, done, "count the notes")
+    assert final.status == "verified", final.summary
+
+    rows = json.loads(cli("tasks", "ls", "--json", "-n", "0").stdout)
+    row = next(r for r in rows if r["id"] == done)
+    assert (row["state"], row["status"], row["answer"]) == ("finished", "verified", "41")
+    assert row["goal"] == "count the notes" and row["cost"]["total"]["calls"] >= 3
+    detail = json.loads(cli("tasks", "show", done[-10:], "--json").stdout)   # a unique part
+    assert detail["plans"][0]["subtasks"][0]["intent"] == intent
+    assert detail["subtasks"][0]["verified"] is True and detail["subtasks"][0]["checks"]
+    logs = cli("tasks", "logs", done)
+    assert logs.returncode == 0 and "task_begin" in logs.stdout and "task_end" in logs.stdout
+    assert "You are" not in logs.stdout            # LLM calls without their prompts
+    assert cli("tasks", "show", "no-such-run").returncode != 0
+
+    # for people: a table in a terminal, coloured unless NO_COLOR
+    env = dict(os.environ, COLUMNS="220")
+    shown = in_terminal("tasks", "ls", "-n", "0", env=env)
+    assert done in shown and "verified" in shown and COLOUR.search(shown)
+    plain = in_terminal("tasks", "ls", "-n", "0", env=dict(env, NO_COLOR="1"))
+    assert done in plain and not COLOUR.search(plain)
+
+    # a running task: listed as running, followed, cancelled from another process
+    busy = new_rid("tbusy")
+    intent = f"wait forever {busy}"
+    e2e.router.script.executor(intent, Delay(60, result("never")))
+    e2e.llm.add("perceiver", perception("wait"), task=busy)
+    e2e.llm.add("planner", plan(subtask(intent, ["done"])), task=busy)
+    e2e.session.submit("wait for a long time", run_id=busy, deadline_s=60)
+    wait_until(lambda: seen(e2e, busy, "EffectorStarted"), 30, "effector start")
+    running = json.loads(cli("tasks", "ls", "--state", "running", "--json", "-n", "0").stdout)
+    assert busy in [r["id"] for r in running] and done not in [r["id"] for r in running]
+    follower = subprocess.Popen([sys.executable, "-m", "services.cli", "tasks", "logs", "-f", busy],
+                                env=dict(os.environ), cwd=REPO, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        cancelled = cli("tasks", "cancel", busy, "--json", timeout=90)
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert json.loads(cancelled.stdout)["directive"] == "abandon"
+        out, _ = follower.communicate(timeout=30)      # -f ends by itself at the task's end
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    assert follower.returncode == 0 and out.rstrip().splitlines()[-1].split()[1] == "task_end"
+    assert e2e.session.follow(busy, 30).directive == "abandon"
+    again = cli("tasks", "cancel", busy)
+    assert again.returncode == 0 and "already finished" in again.stdout

@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/agent/run.py [--half dev|heldout|both] [--systems artoo,react]
         [--only ID,...] [--limit N] [--timeout S] [--out results/FILE.json] [--show-heldout]
 
-For every goal and system (interleaved per goal, so machine-load drift hits both alike): a fresh
+For every goal and system (interleaved per goal, so machine-load drift hits both alike; with
+`--half both` the halves alternate goal by goal too, so a run cut short covers both): a fresh
 temporary workspace, the goal's setup.sh, the system, its result written to a JSON file, the
 goal's check.py. Prints per system and half: passed/total, false success claims (the check
 failed but the system said "verified"), LLM calls, prompt/completion tokens and seconds. The
@@ -14,6 +15,7 @@ See benchmarks/agent/README.md.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -236,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--systems takes a comma list of {', '.join(SYSTEMS)}")
     halves = HALVES if args.half == "both" else (args.half,)
     only = {s.strip() for s in args.only.split(",") if s.strip()} or None
-    goals = [g for h in halves for g in load_goals(h, only, args.limit)]
+    per_half = [load_goals(h, only, args.limit) for h in halves]
+    # halves alternate goal by goal, so a run cut short still measures both halves alike
+    goals = [g for group in itertools.zip_longest(*per_half) for g in group if g is not None]
     if not goals:
         ap.error("no goal selected")
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

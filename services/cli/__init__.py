@@ -1,7 +1,7 @@
 """The `artoo` command line (click): the only part of artoo that may talk to everything.
 
 One module per command group registers its commands on `main` (see COMMAND_MODULES): daemon
-(up/down/status), run (run/repl), gate (gate/undo), ggs, memory, audit (tap/audit). Console
+(up/down/status), run (run/repl), gate (gate/undo), ggs, memory, audit (tap/audit), tasks. Console
 rendering lives apart from the actions: render.py (the live run) and views.py (tables).
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from protocol.envelope import PROTOCOL_VERSION
 from services.runtime import __version__
 
 err_console = Console(stderr=True)
@@ -25,6 +26,7 @@ COMMAND_MODULES = [
     "services.cli.ggs",
     "services.cli.run",
     "services.cli.gate",
+    "services.cli.tasks",
 ]
 
 
@@ -35,7 +37,8 @@ def fail(message: str, code: int = 2) -> None:
 
 
 @click.group()
-@click.version_option(__version__, prog_name="artoo")
+@click.version_option(__version__, prog_name="artoo",
+                      message=f"%(prog)s %(version)s (bus protocol v{PROTOCOL_VERSION})")
 def main() -> None:
     """artoo: a hierarchical multi-agent runtime on a ZeroMQ bus."""
 

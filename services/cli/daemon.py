@@ -9,6 +9,7 @@ from protocol.bus import BusTimeout
 from protocol.settings import load_settings
 
 from services.runtime import daemon
+from services.safety import sandbox
 
 from . import fail
 from .views import print_status
@@ -37,7 +38,7 @@ def up(timeout: float, as_json: bool) -> None:
         report = daemon.up(settings, timeout_s=timeout)
     except daemon.DaemonError as exc:
         fail(str(exc), 1)
-    print_status(report, as_json)
+    print_status(with_sandbox(report, settings), as_json)
 
 
 @click.command()
@@ -66,6 +67,14 @@ def status(as_json: bool, window: float) -> None:
                              "uptime_s": 0.0, "supervisor_state": "", "gaps": 0, "rejected": 0,
                              "unacked": 0, "lost": 0, "in_flight": 0, "info": {}}
                             for r, i in daemon.expected_instances(daemon.daemon_env(settings))]}
-    print_status(report, as_json)
+    print_status(with_sandbox(report, settings), as_json)
     if not daemon.ready(report, daemon.expected_instances(daemon.daemon_env(settings))):
         sys.exit(1)  # an expected role is missing
+
+
+def with_sandbox(report: dict, settings) -> dict:
+    """The tool sandbox's state in a status report (checked here: same machine, same settings)."""
+    box = sandbox.status(settings)
+    report["sandbox"] = {"mode": box.mode, "detail": box.detail,
+                         "process_limit": box.process_limit}
+    return report

@@ -70,11 +70,13 @@ class RunSession:
         self.console = console
         self.yes = yes
         self.workspace = ""              # this session's runs' workspace ("" = the daemon's)
+        self.network = False             # tool commands may use the network (--network)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.quiet = quiet
         self.queues: dict[str, queue.Queue] = {}    # run id -> its events, for follow()
         self.seen: dict[str, list] = {}              # run id -> (envelope, message) observed
         self.usages: dict[str, list[dict]] = {}
+        self.shown: dict[str, set] = {}              # run id -> events already rendered
         # runs whose terminal message arrived: a second one (a re-send under a new id) is acked
         # and dropped, never rendered or returned twice
         self.ended: OrderedDict[str, None] = OrderedDict()
@@ -102,6 +104,14 @@ class RunSession:
             self.usages.setdefault(env.task, []).append(msg.model_dump())
             return
         self.seen[env.task].append((env, msg))
+        # each event once: a re-send keeps its envelope id, and the planner's forward of an
+        # outcome repeats the agent-validator's
+        key = (("SubTaskOutcome", msg.subtask_id, msg.status) if env.type == "SubTaskOutcome"
+               else env.id)
+        shown = self.shown.setdefault(env.task, set())
+        if key in shown:
+            return
+        shown.add(key)
         self._put("msg", env, msg)
 
     def _put(self, kind: str, env, msg) -> None:
@@ -146,7 +156,7 @@ class RunSession:
         self.queues[run_id] = queue.Queue()
         self.seen[run_id] = []
         options = RunOptions(yes=self.yes, interactive=self.interactive, deadline_s=deadline_s,
-                             workspace=self.workspace)
+                             workspace=self.workspace, network=self.network)
         self.client.send(UserRequest(task_id=run_id, text=text, options=options,
                                      history=list(history or [])[-5:]))
         return run_id
@@ -177,6 +187,19 @@ class RunSession:
         finally:
             if status:
                 status.stop()
+
+    def cancel(self, run_id: str, wait_s: float = CANCEL_WAIT_S):
+        """Cancel a run this session did not submit (`artoo tasks cancel`): TaskCancel, repeated
+        until its FinalResult arrives; the FinalResult, or None after `wait_s`."""
+        self.queues.setdefault(run_id, queue.Queue())
+        self.seen.setdefault(run_id, [])
+        self._cancel_at = None
+        self._cancel(run_id)
+        limit = time.monotonic() + wait_s
+        while True:
+            done, final = self._step(run_id, limit, None)
+            if done:
+                return final
 
     def _cancel(self, run_id: str) -> None:
         now = time.monotonic()
@@ -266,6 +289,7 @@ class RunSession:
         self.queues.pop(run_id, None)
         self.seen.pop(run_id, None)
         self.usages.pop(run_id, None)
+        self.shown.pop(run_id, None)
 
     def report(self, run_id: str, final) -> None:
         if isinstance(final, ConversationalReply):
@@ -324,16 +348,38 @@ def _fail(console: Console, message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+NETWORK_HELP = ("let tool commands use the network (the sandbox has none; without this, "
+                "network programs ask the operator)")
+WORKSPACE_HELP = "the runs' workspace (default: ARTOO_WORKSPACE if set, else the current directory)"
+
+
+def _use_workspace(session: "RunSession", workspace: str | None, err: Console) -> None:
+    """Point the session's runs at `workspace`, else at the current directory (like Codex CLI or
+    aider: work where the user is) unless ARTOO_WORKSPACE names one; unsafe places end the command
+    with exit 2 before anything is submitted."""
+    where = "--workspace" if workspace is not None else "the current directory"
+    if workspace is None and not os.environ.get("ARTOO_WORKSPACE"):
+        workspace = os.getcwd()
+    if workspace is None:
+        return
+    problem = workspace_problem(workspace, session.settings)
+    if problem:
+        session.close()
+        _fail(err, f"{where} refused as the workspace: {problem}; cd into a project directory "
+                   f"or pass --workspace DIR", 2)
+    session.workspace = os.path.realpath(os.path.expanduser(workspace))
+
+
 @click.command()
 @click.argument("goal", nargs=-1, required=True)
 @click.option("--yes", is_flag=True, help="pre-approve Law 1 actions (deletes, overwrites, ...)")
 @click.option("--json", "as_json", is_flag=True, help="print only the FinalResult as JSON")
 @click.option("--deadline", type=float, default=None, help="task deadline in seconds")
-@click.option("--workspace", "-w", default=None, metavar="DIR",
-              help="the run's workspace (default: the daemon's, ARTOO_WORKSPACE)")
+@click.option("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
+@click.option("--network", is_flag=True, help=NETWORK_HELP)
 @click.option("--run-id", default=None, hidden=True, help="use this run id (automation)")
 def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
-        workspace: str | None, run_id: str | None) -> None:
+        workspace: str | None, network: bool, run_id: str | None) -> None:
     """Run GOAL end to end and show the pipeline live."""
     text = " ".join(goal).strip()
     err = Console(stderr=True, soft_wrap=True)
@@ -347,12 +393,8 @@ def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
         session = RunSession(settings, console, yes=yes, quiet=as_json)
     except ConfigError as exc:
         _fail(err, str(exc), 2)
-    if workspace is not None:
-        problem = workspace_problem(workspace, settings)
-        if problem:
-            session.close()
-            _fail(err, f"--workspace refused: {problem}", 2)
-        session.workspace = os.path.realpath(os.path.expanduser(workspace))
+    _use_workspace(session, workspace, err)
+    session.network = network
     try:
         rid = session.submit(text, run_id=run_id, deadline_s=deadline)
         if not as_json:
@@ -403,7 +445,9 @@ def show_audit(session: RunSession) -> None:
 
 @click.command()
 @click.option("--yes", is_flag=True, help="pre-approve Law 1 actions for the whole session")
-def repl(yes: bool) -> None:
+@click.option("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
+@click.option("--network", is_flag=True, help=NETWORK_HELP)
+def repl(yes: bool, workspace: str | None, network: bool) -> None:
     """Interactive session: run goals one after another with the same live rendering."""
     settings = _settings()
     console = Console()
@@ -411,6 +455,8 @@ def repl(yes: bool) -> None:
         session = RunSession(settings, console, yes=yes, interactive=sys.stdin.isatty())
     except ConfigError as exc:
         _fail(Console(stderr=True), str(exc), 2)
+    _use_workspace(session, workspace, Console(stderr=True))
+    session.network = network
     history: list[str] = []
     console.print("[bold]artoo[/bold] — /help for commands", highlight=False)
     idle_interrupt = False

@@ -5,6 +5,7 @@ import json
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console()
@@ -29,3 +30,9 @@ def print_status(report: dict, as_json: bool) -> None:
     backends = report.get("llm_backends")
     if backends:
         console.print("LLM backends: " + ", ".join(f"{k}={v}" for k, v in backends.items()))
+    box = report.get("sandbox")
+    if box:
+        colour = {"bubblewrap": "green", "off": "yellow"}.get(box["mode"], "red")
+        limit = f"; process limit: {box['process_limit']}" if box.get("process_limit") else ""
+        console.print(f"Tool sandbox: [{colour}]{box['mode']}[/{colour}] — "
+                      f"{escape(box['detail'])}{limit}", highlight=False)

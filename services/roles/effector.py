@@ -216,6 +216,8 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
         ws_problem = workspace_problem(subtask.options.workspace, settings)
         if not ws_problem:
             settings = dataclasses.replace(settings, workspace=Path(subtask.options.workspace))
+    if subtask.options.network:        # the run was granted the network (`artoo run --network`)
+        settings = dataclasses.replace(settings, sandbox_network=True)
     deadline_at = subtask.deadline_at or (time.time() + settings.subtask_deadline_s)
     client = BusClient("executor", settings=settings, heartbeat=False,
                        node=f"effector-{os.getpid()}-{secrets.token_hex(2)}")

@@ -413,7 +413,8 @@ class Solver:
         self.log_megrams(st.task_id, megrams)
         status = {"accept": "accepted", "success": "success", "abandon": "abandoned"}[directive]
         self.log(st.task_id, "task_end", status=status, reason=reason or (res.reason if res else ""),
-                 replans=final.replans, elapsed_ms=final.elapsed_ms)
+                 replans=final.replans, elapsed_ms=final.elapsed_ms, outcome=final.status,
+                 answer=final.answer or None, summary=final.summary[:500])
         self.final_results += 1
         self.emit(st.task_id, entries)
 

@@ -102,22 +102,25 @@ tell show give want need like help me
 _WORD = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]+")
 
 
-def _stem(word: str) -> str:
-    """A deliberately light stemmer: enough that 'files'/'file' and 'listing'/'list' agree."""
+def _singular(word: str) -> str:
+    """Plural to singular, and only that: 'files'/'file' agree, and the slug stays plain words
+    ('shipped', 'status', 'listing' — a stemmer made them 'shipp', 'statu', 'list')."""
+    if len(word) <= 3 or not word.endswith("s") or word.endswith(("ss", "us", "is", "ys")):
+        return word
     for suffix, keep in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"),
-                         ("shes", "sh"), ("ing", ""), ("ed", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
-            return word if suffix == "s" and word.endswith("ss") else word[: -len(suffix)] + keep
-    return word
+                         ("shes", "sh")):
+        if word.endswith(suffix):
+            return word[: -len(suffix)] + keep
+    return word[:-1]
 
 
 def intent_slug(text: str, max_words: int = 8) -> str:
-    """A stable memory tag for an intent: sorted, de-duplicated, stemmed keywords of the user's words.
+    """A stable memory tag for an intent: sorted, de-duplicated keywords of the user's words.
 
     Sorting makes it insensitive to word order; the user's text (not the LLM's paraphrase) is the
     input, so the same goal always gets the same slug."""
     words = _WORD.findall(text.lower())
-    keys = sorted({_stem(w) for w in words if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())})
+    keys = sorted({_singular(w) for w in words if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())})
     if not keys:
         return "task-" + hashlib.sha1(_normalise(text).encode()).hexdigest()[:8]
     slug = "-".join(keys[:max_words])
@@ -334,7 +337,7 @@ class Perceiver:
         tasklog.append(self.settings.tasks_dir, task, "task_begin", intent=spec.intent,
                        intent_slug=spec.intent_slug, raw_input=spec.raw_input,
                        success_criteria=spec.success_criteria, deadline_at=spec.deadline_at,
-                       perceiver_error=error or None)
+                       perceiver_error=error or None, workspace=req.options.workspace or None)
         self.client.send(spec)  # consumers: planner + ggs (GGS arms the deadline)
 
     def _spec(self, req: UserRequest, state: dict, got: Perception, error: str) -> TaskSpec:

@@ -17,11 +17,12 @@ No I/O beyond reading (and copying) the workspace; no LLM, no bus.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 # Words that carry no value of their own in an answer ("there are 42 files in src").
 STOPWORDS = frozenset("""
@@ -203,6 +204,9 @@ def agree(answer: str, derived: str, *, goal: str = "", data: Iterable[str] = ()
     derived_values = [t for t in tokens(derived) if t not in STOPWORDS]
     if not derived_values:
         return Agreement(False, "the independent check printed nothing")
+    if all(v in DEGENERATE or _canonical_number(v) == 0 for v in derived_values):
+        return Agreement(False, "the independent check printed only 0/null — what a command over "
+                                "missing data prints — so agreeing with it proves nothing")
     goal_corpus = Corpus.of([goal])
     if all(v in goal_corpus for v in derived_values):
         return Agreement(False, "the independent check printed only words of the goal itself")
@@ -383,6 +387,29 @@ def mentions_time(text: str) -> bool:
     return bool(_TIME_WORDS.search(text or ""))
 
 
+DEGENERATE = frozenset({"null", "none", "nan", "undefined", "-nan", "inf"})
+
+
+def json_shape(value: Any, depth: int = 0) -> str:
+    """A JSON value's shape in a line, with jq-style paths in mind: small models guessed `.age`
+    for a list nested under a key. `{people: [3 × {name: str, age: int}], version: int}`."""
+    if isinstance(value, dict):
+        if depth >= 3:
+            return "{…}"
+        items = list(value.items())
+        inner = ", ".join(f"{k}: {json_shape(v, depth + 1)}" for k, v in items[:12])
+        return "{" + inner + (", …" if len(items) > 12 else "") + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return f"[{len(value)} × {json_shape(value[0], depth + 1)}]"
+    if isinstance(value, bool):
+        return "bool"
+    if value is None:
+        return "null"
+    return {int: "int", float: "number", str: "str"}.get(type(value), type(value).__name__)
+
+
 def columns_hint(first_line: str) -> str:
     """For a delimited header line, the field numbers awk and cut use (small models miscount
     them): `(fields, comma-separated: $1=city $2=population $3=country)`."""
@@ -395,6 +422,22 @@ def columns_hint(first_line: str) -> str:
     return ""
 
 
+def _no_final_newline(root: str, path: str, size: int) -> str:
+    """Marks a text file whose last line has no newline: appending with `echo >>` then glues the
+    new line onto the old one."""
+    if not size or size > 256 << 10:
+        return ""
+    try:
+        with open(os.path.join(root, path), "rb") as fh:
+            if b"\x00" in fh.read(1024):
+                return ""           # binary
+            fh.seek(-1, os.SEEK_END)
+            last = fh.read(1)
+    except OSError:
+        return ""
+    return "" if last == b"\n" else ", no newline at the end"
+
+
 def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: int = 40) -> str:
     """What a step needs to know about the workspace before acting: the files (with sizes) and
     the first lines of small text files, within `budget` characters."""
@@ -402,7 +445,8 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
     if not state:
         return "(the workspace is empty)"
     paths = sorted(state)
-    lines = [f"{p} ({state[p].size} bytes)" for p in paths[:max_listed]]
+    lines = [f"{p} ({state[p].size} bytes{_no_final_newline(root, p, state[p].size)})"
+             for p in paths[:max_listed]]
     if len(paths) > max_listed:
         lines.append(f"... more files not listed")
     text = "\n".join(lines)
@@ -411,11 +455,21 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
             continue
         try:
             with open(os.path.join(root, p), "rb") as fh:
-                raw = fh.read(2048)
+                raw = fh.read(256 << 10 if p.endswith(".json") else 2048)
         except OSError:
             continue
         if b"\x00" in raw:
             continue
+        if p.endswith(".json"):
+            try:
+                shape = json_shape(json.loads(raw))
+            except ValueError:
+                shape = ""
+            if shape:
+                block = f"\n--- shape of {p} (JSON): {shape[:400]}"
+                if len(text) + len(block) <= budget:
+                    text += block
+                continue
         head = raw.decode("utf-8", "replace").splitlines()[:head_lines]
         if not head:
             continue

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from protocol.settings import Settings
 
-from . import law1
+from . import law1, sandbox
 
 _PR_SET_PDEATHSIG = 1
 try:
@@ -125,6 +125,8 @@ class Toolbox:
         self.undo = undo
         self.subtask_id = subtask_id
         self.home = os.path.expanduser("~")
+        self.sandbox = sandbox.status(settings)
+        self.network = bool(settings.sandbox_network)
         Path(self.workspace).mkdir(parents=True, exist_ok=True)
 
     # -- dispatch -----------------------------------------------------------------------------
@@ -195,7 +197,8 @@ class Toolbox:
 
     # -- approvals ----------------------------------------------------------------------------
     def _approved(self, *, kind: str, command: str, paths: list[str], classification: str,
-                  reason: str, snapshot_roots: list[str]) -> tuple[bool, str]:
+                  reason: str, snapshot_roots: list[str], keep_undo: bool = True
+                  ) -> tuple[bool, str]:
         """Ask for approval; on yes keep an undo copy. Returns (approved, note or refusal)."""
         decision = self.approve(kind=kind, command=command, paths=paths,
                                 classification=classification, reason=reason)
@@ -203,7 +206,7 @@ class Toolbox:
             what = f"{classification} action `{command}` ({reason})"
             return False, law1.law1_refusal(what, decision)
         note = ""
-        if self.undo is not None:
+        if self.undo is not None and keep_undo:
             inside = [p for p in paths if law1.within(p, self.workspace)]
             # A command whose targets cannot be enumerated (code, unknown programs): copy the
             # whole workspace, within undo_max_bytes.
@@ -223,15 +226,36 @@ class Toolbox:
                                 cwd=self.workspace, home=self.home)
         if verdict.protected:
             raise ToolRefused(f"{law1.LAW1} refused: `{command}` {verdict.reason}", law1=True)
-        prefix = ""
-        if verdict.needs_approval:
+        if not self.sandbox.usable:      # fail closed: no sandbox, no commands
+            raise ToolRefused(f"refused: the tool sandbox cannot start: {self.sandbox.detail}")
+        confined = self.sandbox.mode == "bubblewrap"
+        prefix, network = "", self.network
+        net = sandbox.needs_network(command) if confined and not network else ""
+        if net:
+            ok, note = self._approved(kind="network", command=command, paths=[],
+                                      classification="network",
+                                      reason=f"`{net}` needs the network, which this run was "
+                                             f"not granted (artoo run --network)",
+                                      snapshot_roots=[], keep_undo=False)
+            if not ok:
+                return ToolOutput(output=note, error=note, target=command, law1=True)
+            prefix, network = f"[{note}]\n", True
+        # In the sandbox an unknown program can only touch the workspace: it runs without
+        # asking, after an undo copy of the workspace. Deletes and overwrites still ask.
+        if sandbox.asks_operator(verdict, confined=confined):
             ok, note = self._approved(kind="shell", command=command, paths=verdict.paths,
                                       classification=verdict.level, reason=verdict.reason,
                                       snapshot_roots=verdict.snapshot_roots)
             if not ok:
                 return ToolOutput(output=note, error=note, target=command, law1=True)
-            prefix = f"[{note}]\n"
-        out, code, timed_out = self._run_bash(command)
+            prefix += f"[{note}]\n"
+        elif verdict.needs_approval and self.undo is not None:
+            try:
+                self.undo.save([], command=command, subtask_id=self.subtask_id,
+                               snapshot_roots=[self.workspace])
+            except OSError:
+                pass
+        out, code, timed_out = self._run_bash(command, network=network)
         out = self._redact(out)
         if timed_out:
             error = f"timed out after {self.settings.shell_timeout_s:g}s (process group killed)"
@@ -243,8 +267,21 @@ class Toolbox:
         return ToolOutput(output=prefix + (out if out.strip() else "(no output)"), error=error,
                           target=command)
 
-    def _run_bash(self, command: str) -> tuple[str, int, bool]:
+    def _run_bash(self, command: str, *, network: bool = False) -> tuple[str, int, bool]:
         argv = ["bash", "-c", command]
+        limits = None
+        if self.sandbox.mode == "bubblewrap":
+            limits = sandbox.Limits(self.settings)
+            argv = limits.prefix() + sandbox.command_argv(
+                self.settings, command, workspace=self.workspace, network=network,
+                read_roots=self.read_roots)
+        try:
+            return self._spawn(argv)
+        finally:
+            if limits is not None:
+                limits.cleanup()
+
+    def _spawn(self, argv: list[str]) -> tuple[str, int, bool]:
         kwargs: dict[str, Any] = {}
         if SETPRIV:
             argv = [SETPRIV, "--pdeathsig", "KILL", "--", *argv]
