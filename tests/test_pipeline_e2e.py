@@ -71,7 +71,7 @@ def test_version_and_shell_completion():
 def test_live_view_prints_each_event_once():
     """A re-send (same envelope id) and the planner's forward of an outcome render nothing new."""
     import queue
-    from services.cli_run import RunSession
+    from services.cli.run import RunSession
     session = RunSession.__new__(RunSession)
     session.queues, session.seen, session.usages, session.shown = {"run-x": queue.Queue()}, \
         {"run-x": []}, {}, {}

@@ -145,8 +145,9 @@ def test_sigkill_of_the_spawner_leaves_nothing_and_another_spawner_takes_over(h)
             h.stop_spawner(a)
 
 
-def test_a_restarted_spawner_sweeps_what_a_killed_process_group_left(h):
-    a = h.start_spawner()
+@pytest.mark.parametrize("sandbox", ["off", "on"])
+def test_a_restarted_spawner_sweeps_what_a_killed_process_group_left(h, sandbox):
+    a = h.start_spawner(extra_env={"ARTOO_SANDBOX": sandbox})
     try:
         h.release.clear()
         st = h.subtask("orphan maker", ["done"])
@@ -156,6 +157,10 @@ def test_a_restarted_spawner_sweeps_what_a_killed_process_group_left(h):
         spawner = h.spawners.pop(a)
         os.killpg(spawner.pid, signal.SIGKILL)         # spawner and zygote at once
         spawner.wait(10)
+        if sandbox == "on":                            # it dies with its namespace at once
+            gone, alive = psutil.wait_procs([sleeper], timeout=10)
+            assert not alive
+            return
         assert sleeper.is_running()                    # its parent bash died; it did not
         c = h.start_spawner()                          # what supervisord would do
         gone, alive = psutil.wait_procs([sleeper], timeout=10)

@@ -195,6 +195,10 @@ def test_shell_hides_data_dir_lines(box, settings):
     assert result.law1                              # named in the command: refused outright
     assert box.run("shell", {"command": f"ls -d {root}/*"}).law1   # the glob reaches it
     listing = box.run("shell", {"command": f"find {root} -maxdepth 1"})
+    assert str(settings.home) not in listing.output     # the sandbox does not mount it at all
+    # unconfined (ARTOO_SANDBOX=off), lines that name it are hidden from the output
+    bare = Toolbox(replace(settings, sandbox="off"))
+    listing = bare.run("shell", {"command": f"find {root} -maxdepth 1"})
     assert str(settings.home) not in listing.output and "hidden" in listing.output
 
 
