@@ -152,6 +152,17 @@ def test_unparseable_fails_closed(sandbox):
     assert classify(sandbox, "").level == READ_ONLY
 
 
+def test_substitution_bashlex_cannot_parse_is_classified_by_its_parts(sandbox):
+    """bashlex fails on `x=$(a && b)`; the gate lifts the substitution out and classifies both
+    parts (issue 15: a benign command was gated for it)."""
+    assert classify(sandbox, 'x=$(test -f notes.txt && echo yes); echo "$x"').level == READ_ONLY
+    hidden_rm = classify(sandbox, 'x=$(test -f notes.txt && rm notes.txt); echo "$x"')
+    assert hidden_rm.level == DESTRUCTIVE and hidden_rm.needs_approval
+    built = classify(sandbox, "y=$(ls && echo ok); $y notes.txt")
+    assert built.level == UNKNOWN
+    assert classify(sandbox, "x=$(echo 'a)' && (ls").level == UNKNOWN     # still unparseable
+
+
 def test_undo_store_restores_files_and_dirs(settings):
     ws = Path(settings.workspace)
     (ws / "keep.txt").write_text("precious\n")

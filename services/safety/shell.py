@@ -21,6 +21,47 @@ _TIME_KEYWORD = re.compile(r"(^|[;&|(){}]\s*|\n\s*)time(\s+-p)?\s+")
 _VAR = re.compile(r"\$(\{[^}]*\}|[A-Za-z_][A-Za-z_0-9]*|[0-9@*#?$!-])")
 
 
+_PARSE_ERRORS = (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError,
+                 TypeError, ValueError, AssertionError, RecursionError)
+
+
+def lift_substitutions(command: str) -> tuple[str, list[str]] | None:
+    """`$(…)` lifted out of a command bashlex cannot parse (it fails on `x=$(a && b)`): the
+    outer command with each substitution replaced by a variable, and the inner commands, which
+    are classified on their own. None when there is none or the parentheses do not balance."""
+    out: list[str] = []
+    inner: list[str] = []
+    i, n = 0, len(command)
+    while i < n:
+        if command.startswith("$(", i) and not command.startswith("$((", i):
+            depth, j, quote = 1, i + 2, ""
+            while j < n and depth:
+                c = command[j]
+                if quote:
+                    if c == quote:
+                        quote = ""
+                    elif c == "\\" and quote == '"':
+                        j += 1
+                elif c in "'\"":
+                    quote = c
+                elif c == "\\":
+                    j += 1
+                elif c == "(":
+                    depth += 1
+                elif c == ")":
+                    depth -= 1
+                j += 1
+            if depth:
+                return None
+            inner.append(command[i + 2:j - 1])
+            out.append(f"${{__artoo_subst_{len(inner) - 1}}}")
+            i = j
+        else:
+            out.append(command[i])
+            i += 1
+    return ("".join(out), inner) if inner else None
+
+
 @dataclass
 class Ctx:
     workspace: str
@@ -259,11 +300,30 @@ class Walker:
         command = _TIME_KEYWORD.sub(r"\1", command)
         try:
             trees = bashlex.parse(command)
-        except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError,
-                TypeError, ValueError, AssertionError, RecursionError) as exc:
+        except _PARSE_ERRORS as exc:
+            if self._walk_lifted(command):
+                return
             detail = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
             self.add(UNKNOWN, f"the command could not be parsed ({detail}); it is not run "
                               f"without approval")
             return
         for tree in trees:
             self.visit(tree)
+
+    def _walk_lifted(self, command: str) -> bool:
+        """bashlex fails on `x=$(a && b)`: walk the command with its substitutions lifted out
+        (each becomes an opaque variable) and each substitution on its own. False when even that
+        does not parse — the caller then fails closed."""
+        lifted = lift_substitutions(command)
+        if lifted is None:
+            return False
+        outer, inner = lifted
+        try:
+            trees = bashlex.parse(outer)
+        except _PARSE_ERRORS:
+            return False
+        for sub in inner:
+            self.parse_and_walk(sub)
+        for tree in trees:
+            self.visit(tree)
+        return True
