@@ -51,7 +51,7 @@ SEGMENT_RE = re.compile(r"^seg-(\d{12})\.alog$")
 
 # record kinds
 MSG = 0       # a bus message: topic frame + raw envelope bytes
-RAW = 1       # a captured message that is not two frames: payload = msgpack list of frames
+RAW = 1       # a captured message that is not a (validly signed) message: payload = msgpack frames
 SUB = 2       # a subscription change seen by the proxy (payload = the subscription frame)
 GAP = 3       # capture messages that were lost before reaching the tap (payload: msgpack map)
 REPAIR = 4    # the writer repaired the log at start-up (payload: msgpack map)
