@@ -4,12 +4,12 @@ Like the Jupyter wire protocol, every message carries an HMAC of its serialized 
 holder of the key can put a message on the bus that anyone acts on. Wire format with signing on
 (`ARTOO_BUS_SIGN`, the default): three ZeroMQ frames
 
-    [topic, payload, mac]    mac = HMAC-SHA256(key, len(topic) as u16 big-endian ‖ topic ‖ payload)
+    [topic, payload, mac]   mac = HMAC-SHA256(key, u16be(len(topic)) + topic + payload)
 
 `payload` is the msgpack envelope exactly as sent (header fields and body), so the MAC is computed
 over the bytes on the wire, never over a re-serialization; the topic is inside the MAC (length-
-prefixed, so no topic/payload split is ambiguous), so a signed payload cannot be re-topic'd. With
-signing off the format is the plain `[topic, payload]` of before, and nothing is produced or checked.
+prefixed, so no topic/payload split is ambiguous), so a signed payload cannot be re-topic'd.
+With signing off the format is the plain `[topic, payload]` of before; nothing is made or checked.
 
 The key is 32 random bytes in the data dir (`$ARTOO_HOME/bus.key`, or `ARTOO_BUS_KEY_FILE`), mode
 0600: tool sandboxes never see the data dir. `ensure_key` creates it atomically if it is missing
@@ -17,9 +17,9 @@ The key is 32 random bytes in the data dir (`$ARTOO_HOME/bus.key`, or `ARTOO_BUS
 race, whose key is then read) — `artoo up`, the test harnesses and any bus client call it, so the
 first of them creates it and every other one reads the same key.
 
-Receivers (protocol.bus.inbound, the auditor, the capture relay that feeds the audit log) verify with
-a constant-time compare before parsing anything: an unsigned frame is rejected as `unsigned`, a
-wrong MAC as `bad_signature`. Replays of a valid frame: see protocol/bus/inbound.py (frames are
+Receivers (protocol.bus.inbound, the auditor, the capture relay that feeds the audit log) verify
+with a constant-time compare before parsing anything: an unsigned frame is rejected as `unsigned`,
+a wrong MAC as `bad_signature`. Replays of a valid frame: see protocol/bus/inbound.py (a frame is
 acted on once: id de-dup for work messages, MAC de-dup for everything else, and an age limit).
 """
 from __future__ import annotations
