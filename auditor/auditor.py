@@ -43,6 +43,7 @@ from protocol.envelope import Envelope, ProtocolError, decode, parse_body, strea
 from protocol.messages import AuditReport
 from protocol.routes import ANY, ROLES, ROUTES, SELF, allowed
 from protocol.settings import Settings
+from protocol.signing import signer_for
 from services.runtime.role import run_role
 
 from .operator import socket_path
@@ -134,6 +135,7 @@ class AuditState:
     def __init__(self, settings: Settings, expected: list[tuple[str, int]], now: float,
                  baseline: dict | None = None, node: str = ""):
         self.s = settings
+        self.signer = signer_for(settings)  # unsigned and forged frames are counted, not observed
         self.expected = list(expected)
         self.started_at = now
         self.node = node
@@ -152,8 +154,8 @@ class AuditState:
     def observe_frames(self, frames: list[bytes], now: float) -> None:
         """One raw bus message; never raises (a bad frame is counted, not fatal)."""
         try:
-            topic, env = decode(frames, self.s.max_frame_bytes)
-        except ProtocolError as exc:  # a frame nobody on the bus can read
+            topic, env = decode(frames, self.s.max_frame_bytes, self.signer)
+        except ProtocolError as exc:  # a frame nobody on the bus can read (or may: unsigned)
             self._gap("undecodable", self.node or "auditor", exc.reason, 1, now)
             return
         try:

@@ -3,11 +3,14 @@
 Every figure goes through a real `services.runtime.bus` proxy process with envelope + pydantic validation on
 both ends (the publisher builds a validated model, the subscriber validates the body it receives).
 The baseline is raw pyzmq PUB→SUB between two processes, no proxy and no validation, measured in the
-same run. Run: `.venv/bin/python benchmarks/bench_bus.py [--messages 200000] [--json]`.
+same run. Signing (HMAC-SHA256 per envelope, protocol/signing.py) is on as deployed; the same run
+also measures throughput and latency with it off (ARTOO_BUS_SIGN=0, runs interleaved on/off) and
+prints the ratio. Run: `.venv/bin/python benchmarks/bench_bus.py [--messages 200000] [--json]`.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -28,6 +31,7 @@ from protocol.bus import BusClient  # noqa: E402
 from protocol.envelope import Envelope, encode  # noqa: E402
 from protocol.messages import LlmUsage, MemoryQuery, MemoryResult, UserRequest  # noqa: E402
 from protocol.settings import load_settings  # noqa: E402
+from protocol.signing import Signer  # noqa: E402
 
 TYPE = "LlmUsage"           # a realistic telemetry-sized message (~330 bytes on the wire)
 
@@ -230,6 +234,41 @@ def bench_round_trips(n: int, env: dict, settings, ctx_mp) -> dict:
             "ack_p50_us": percentile(acked, 50), "ack_p99_us": percentile(acked, 99)}
 
 
+def bench_signing(n: int, rate: int, seconds: float, env: dict, settings, ctx_mp,
+                  rounds: int) -> dict:
+    """Throughput with signing on and off, interleaved (off/on, on/off, ...) so load on the machine
+    hits both alike; latency at a fixed rate both ways; and the per-message cost of the MAC."""
+    modes = {"on": ({**env, "ARTOO_BUS_SIGN": "1"}, dataclasses.replace(settings, bus_sign=True)),
+             "off": ({**env, "ARTOO_BUS_SIGN": "0"}, dataclasses.replace(settings, bus_sign=False))}
+    runs: dict[str, list[dict]] = {"on": [], "off": []}
+    for r in range(rounds):
+        for mode in (("off", "on") if r % 2 == 0 else ("on", "off")):
+            runs[mode].append(bench_throughput(n, *modes[mode], ctx_mp))
+    out: dict = {}
+    for mode, results in runs.items():
+        rates = sorted(x["rate"] for x in results)
+        out[mode] = {"rates": rates, "median": rates[len(rates) // 2],
+                     "rejected": sum(x["rejected"] for x in results),
+                     "received": sum(x["received"] for x in results)}
+    out["ratio_on_off"] = out["on"]["median"] / out["off"]["median"]
+    out["latency"] = {mode: bench_latency(rate, seconds, *modes[mode], ctx_mp)
+                      for mode in ("off", "on")}
+    payload = encode(Envelope(type=TYPE, body=sample(0).model_dump(), sender="planner",
+                              node="bench", task="t-bench"))
+    topic, signer, k = b"LlmUsage/t-bench", Signer(os.urandom(32)), 100_000
+    t0 = time.perf_counter()
+    for _ in range(k):
+        mac = signer.mac(topic, payload)
+    t1 = time.perf_counter()
+    for _ in range(k):
+        signer.verify(topic, payload, mac)
+    t2 = time.perf_counter()
+    out["mac_us"] = (t1 - t0) / k * 1e6
+    out["verify_us"] = (t2 - t1) / k * 1e6
+    out["payload_bytes"] = len(payload)
+    return out
+
+
 def start_bus(env: dict, settings, with_tap: bool = False) -> list[subprocess.Popen]:
     """The proxy (and the tap) as subprocesses; returns once a client's handshake succeeds."""
     modules = ["services.runtime.bus"] + (["auditor.tap"] if with_tap else [])
@@ -272,6 +311,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--no-capture-run", action="store_true",
                         help="skip the throughput run with capture on and the tap running")
+    parser.add_argument("--sign-rounds", type=int, default=3,
+                        help="interleaved signing on/off throughput runs of each (0: skip)")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))
@@ -288,6 +329,9 @@ def main() -> int:
         out["bus"] = bench_throughput(args.messages, env, settings, ctx_mp)
         out["latency"] = bench_latency(args.rate, args.seconds, env, settings, ctx_mp)
         out["round_trips"] = bench_round_trips(args.round_trips, env, settings, ctx_mp)
+        if args.sign_rounds > 0:
+            out["signing"] = bench_signing(args.messages, args.rate, args.seconds, env, settings,
+                                           ctx_mp, args.sign_rounds)
         stop_all(procs)
         if not args.no_capture_run:  # the proxy as deployed: capture on, the tap logging it all
             env["ARTOO_CAPTURE"] = "1"
@@ -320,6 +364,21 @@ def main() -> int:
           f"p99 {rt['request_p99_us']:.0f} us   target p50 <= 1000 us")
     print(f"acknowledged work message send->ack ({args.round_trips}): p50 {rt['ack_p50_us']:.0f} us, "
           f"p99 {rt['ack_p99_us']:.0f} us")
+    if "signing" in out:
+        sg = out["signing"]
+        print(f"signing (HMAC-SHA256 per envelope), {args.sign_rounds} interleaved runs each, "
+              f"{args.messages} x {TYPE}:")
+        for mode in ("on", "off"):
+            print(f"  signing {mode:>3}: median {sg[mode]['median']:>9,.0f} msgs/s  (runs: "
+                  + ", ".join(f"{r:,.0f}" for r in sg[mode]["rates"])
+                  + f"; rejected {sg[mode]['rejected']})")
+        print(f"  ratio on/off: {sg['ratio_on_off']:.2f}")
+        lon, loff = sg["latency"]["on"], sg["latency"]["off"]
+        print(f"  latency at {args.rate} msgs/s: on p50 {lon['p50_us']:.0f} us / p99 "
+              f"{lon['p99_us']:.0f} us, off p50 {loff['p50_us']:.0f} us / "
+              f"p99 {loff['p99_us']:.0f} us")
+        print(f"  MAC of one {sg['payload_bytes']} B envelope: sign {sg['mac_us']:.2f} us, "
+              f"verify {sg['verify_us']:.2f} us")
     return 0
 
 

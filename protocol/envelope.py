@@ -1,9 +1,11 @@
 """The versioned envelope, the msgpack codec and the topic scheme (DESIGN §4).
 
-Wire format: two ZeroMQ frames `[topic, msgpack(envelope)]`. Topics are prefix-matchable:
-`<Type>/<task_id>` for task traffic, `<Type>/-` without a task, and `@<node>/<Type>` for messages
-directed at one process (acks, replies, the readiness probe). The envelope is checked by hand (it is
-on the hot path); the body is validated with the type's pydantic model.
+Wire format: ZeroMQ frames `[topic, msgpack(envelope), mac]` — the third, an HMAC over the first
+two, only with signing on (protocol/signing.py; off: `[topic, msgpack(envelope)]`). Topics are
+prefix-matchable: `<Type>/<task_id>` for task traffic, `<Type>/-` without a task, and
+`@<node>/<Type>` for messages directed at one process (acks, replies, the readiness probe). The
+envelope is checked by hand (it is on the hot path); the body is validated with the type's pydantic
+model.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import msgpack
 from pydantic import ValidationError
 
 from .messages import MESSAGE_TYPES, Body
+from .signing import Signer
 
 PROTOCOL_VERSION = 1
 NO_TASK = "-"
@@ -89,16 +92,30 @@ def encode(env: Envelope) -> bytes:
     return packer.pack(env.to_wire())
 
 
-def decode(frames: list[bytes], max_bytes: int) -> tuple[bytes, Envelope]:
+def decode(frames: list[bytes], max_bytes: int, signer: Signer | None = None
+           ) -> tuple[bytes, Envelope]:
     """Frames → (topic, envelope) with the envelope checked; raises ProtocolError.
 
+    With a signer the frames are `[topic, payload, mac]` and the MAC is checked (constant time)
+    before the payload is parsed: `unsigned` for a plain two-frame message, `bad_signature` for a
+    wrong MAC. Without one they are `[topic, payload]` (signing off, or a record of the audit log).
+
     Written for the hot path: exact type checks on locals, one dict lookup per field."""
-    if len(frames) != 2:
-        raise ProtocolError("frames", f"expected 2 frames, got {len(frames)}")
-    topic, payload = frames
+    if signer is None:
+        if len(frames) != 2:
+            raise ProtocolError("frames", f"expected 2 frames, got {len(frames)}")
+        topic, payload = frames
+    else:
+        if len(frames) != 3:
+            if len(frames) == 2:
+                raise ProtocolError("unsigned", "a message without a signature frame")
+            raise ProtocolError("frames", f"expected 3 frames, got {len(frames)}")
+        topic, payload, mac = frames
     if len(payload) > max_bytes or len(topic) > MAX_TOPIC_BYTES:
         raise ProtocolError("oversized", f"{len(payload)} bytes > {max_bytes} "
                             f"(or topic {len(topic)} > {MAX_TOPIC_BYTES})")
+    if signer is not None and not signer.verify(topic, payload, mac):
+        raise ProtocolError("bad_signature", f"wrong MAC on {topic[:64]!r}")
     try:
         raw = _unpackb(payload, raw=False, strict_map_key=True)
     except Exception as exc:  # msgpack raises several unrelated exception types

@@ -63,6 +63,10 @@ class Settings:
     control_endpoint: str = ""           # ARTOO_BUS_CONTROL (steerable proxy: STATISTICS etc.)
     curve_dir_override: str = ""         # ARTOO_CURVE_DIR: CURVE keys for tcp:// endpoints
     bus_capture: bool = True             # ARTOO_CAPTURE: feed every message to the tap
+    bus_sign: bool = True                # ARTOO_BUS_SIGN: HMAC every envelope (protocol/signing.py)
+    bus_key_file_override: str = ""      # ARTOO_BUS_KEY_FILE: the HMAC key (default home/bus.key)
+    bus_max_age_s: float = 1800.0        # signed envelopes older than this are refused (0 = off;
+                                         # never below ack_give_up_s + 60: re-sends keep their ts)
     max_frame_bytes: int = 1 << 20       # receivers refuse larger envelopes
     proxy_max_frame_bytes: int = 8 << 20  # the proxy disconnects publishers above this
     hwm: int = 100_000                   # generous high-water mark on every bus socket
@@ -181,6 +185,12 @@ class Settings:
         return Path(self.curve_dir_override) if self.curve_dir_override else self.home / "curve"
 
     @property
+    def bus_key_file(self) -> Path:
+        """The per-daemon HMAC key for signed envelopes: in the data dir, mode 0600."""
+        return Path(self.bus_key_file_override) if self.bus_key_file_override \
+            else self.home / "bus.key"
+
+    @property
     def logs_dir(self) -> Path:
         return self.home / "logs"
 
@@ -224,6 +234,7 @@ _ENV_NAMES = {
     "curve_dir_override": "ARTOO_CURVE_DIR",
     "local_model_path": "ARTOO_LOCAL_MODEL",
     "bus_capture": "ARTOO_CAPTURE",
+    "bus_key_file_override": "ARTOO_BUS_KEY_FILE",
 }
 
 

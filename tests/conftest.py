@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from protocol import signing
 from protocol.bus import BusClient
 from protocol.settings import load_settings
 
@@ -49,6 +50,8 @@ def artoo_env(monkeypatch):
 def settings(artoo_env):
     s = load_settings()
     s.ensure_dirs()
+    if s.bus_sign:
+        signing.ensure_key(s)  # as `artoo up` does (a bus client would create it too)
     return s
 
 

@@ -84,14 +84,18 @@ def test_auditor_itself_and_audit_reports_on_the_bus_are_violations(s):
 def test_malformed_frames_are_counted_not_fatal(s):
     st = state(s)
     st.observe_frames([b"garbage"], T0)
-    st.observe_frames([b"X/-", b"\xc1\xc1"], T0)
+    st.observe_frames(st.signer.sign(b"X/-", b"\xc1\xc1"), T0)
     bad_body = Envelope(type="PlanDirective", body={"task_id": 3}, sender="ggs", node="g",
                         to="planner")
-    st.observe_frames([topic_for("PlanDirective", "run1"), encode(bad_body)], T0)
+    frames = st.signer.sign(topic_for("PlanDirective", "run1"), encode(bad_body))
+    st.observe_frames(frames, T0)
+    st.observe_frames(frames[:2], T0)                                   # unsigned
+    st.observe_frames(frames[:2] + [b"\x00" * 32], T0)                 # forged
     rep = st.report("on_demand", T0)
     assert rep.role_stats["ggs"]["invalid"] == 1
     assert sorted((g["kind"], g["sender"], g["count"]) for g in rep.bus_gaps) == [
-        ("undecodable", "frames", 1), ("undecodable", "msgpack", 1)]
+        ("undecodable", "bad_signature", 1), ("undecodable", "frames", 1),
+        ("undecodable", "msgpack", 1), ("undecodable", "unsigned", 1)]
     assert st.errors == 0
 
 
@@ -212,7 +216,7 @@ def test_own_view_sequence_gaps(s):
     msg = LlmUsage(role="planner", tier="BRAIN")
     for seq in (1, 2, 5):
         e = env(msg, "planner", seq=seq)
-        st.observe_frames([topic_for("LlmUsage", "run1"), encode(e)], T0)
+        st.observe_frames(st.signer.sign(topic_for("LlmUsage", "run1"), encode(e)), T0)
     gaps = st.report("on_demand", T0).bus_gaps
     assert [(g["kind"], g["sender"], g["count"]) for g in gaps] == [("seq_gap", "planner-0-1-aaaa",
                                                                      2)]

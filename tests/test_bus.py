@@ -23,6 +23,7 @@ from protocol.bus import BusClient, BusTimeout
 from protocol.envelope import Envelope, encode
 from protocol.messages import EffectorStarted, MemoryQuery, MemoryResult, SubTaskAssign
 from protocol.settings import load_settings
+from protocol.signing import signer_for
 
 PROBE = [str(REPO / "tests" / "probe_role.py")]
 
@@ -56,9 +57,12 @@ def effector_started(subtask_id: str, node: str = "raw-node", seq: int = 1, **bo
 
 
 class RawPublisher:
-    """A bare PUB socket on the proxy: sends any bytes at all, outside BusClient's checks."""
+    """A bare PUB socket on the proxy: sends any bytes at all, outside BusClient's checks.
+    Two-frame messages are signed with the bus key (so they get past the MAC check to the
+    decoder's), unless `sign=False` (tests/test_signing.py sends forgeries)."""
 
-    def __init__(self, settings):
+    def __init__(self, settings, sign: bool = True):
+        self.signer = signer_for(settings) if sign else None
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.PUB)
         self.sock.setsockopt(zmq.SNDHWM, 0)
@@ -66,6 +70,8 @@ class RawPublisher:
         self.sock.connect(settings.endpoint("xsub"))
 
     def send(self, *frames: bytes) -> None:
+        if self.signer is not None and len(frames) == 2:
+            frames = tuple(self.signer.sign(*frames))
         self.sock.send_multipart(list(frames))
 
     def sync_with_probe(self, client: BusClient) -> int:
@@ -148,7 +154,7 @@ def malformed_frames() -> tuple[list[list[bytes]], Counter]:
         ("version", 1000, [[topic, env(v=2)], [topic, env(v=None)], [topic, without("v")],
                            [topic, env(v="1")]]),
         ("unknown_type", 1000, [[topic, env(type="NoSuchType")], [topic, env(type="")]]),
-        ("frames", 1000, [[topic], [topic, env(), b"extra"], [topic, b"", b"", b""]]),
+        ("frames", 1000, [[topic], [topic, env(), b"mac", b"extra"], [topic, b"", b"", b""]]),
         ("oversized", 500, [[topic, env(body={**good["body"], "pad": "x" * PROBE_MAX_FRAME})]]),
         ("schema", 2000, [[topic, env(body={**good["body"], "pid": "not-a-number"})],
                           [topic, env(body={"subtask_id": "s", "pid": 1, "spawner": "x"})],

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import zmq
 
-from .. import curve, routes
+from .. import curve, routes, signing
 from ..envelope import NO_TASK, Envelope, dump_body, encode, owner, stream_of, topic_for
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
@@ -39,6 +39,11 @@ class BusClient(Inbound):
         self.instance = instance
         self.instances = max(1, instances)
         self.settings = settings or load_settings()
+        # HMAC signer of every frame sent and check of every frame received (None: signing off)
+        self._signer = signing.signer_for(self.settings)
+        s = self.settings
+        self._max_age = (max(s.bus_max_age_s, s.ack_give_up_s + 60.0)
+                         if self._signer is not None and s.bus_max_age_s > 0 else 0.0)
         self.node = node or f"{role}-{instance}-{os.getpid()}-{secrets.token_hex(2)}"
         self.version = version
         self.heartbeat_enabled = heartbeat
@@ -57,6 +62,7 @@ class BusClient(Inbound):
         self._last_seq: dict[tuple[str, bytes], int] = {}   # (sender node, stream) -> last seq
         self.gaps: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
+        self.duplicates = 0                 # byte-identical frames seen again (re-sends, replays)
         self.handler_errors = 0
         self.received = 0
         self.sent = 0
@@ -64,6 +70,7 @@ class BusClient(Inbound):
 
         self._pending: dict[str, Pending] = {}
         self._seen: Lru = Lru(self.settings.dedup_capacity)       # msg id -> "running"/"done"
+        self._delivered: Lru = Lru(LRU_CAP)                      # MACs of frames dispatched
         self._replies: Lru = Lru(2048)                           # request id -> reply frames
         self._answering: set[str] = set()                          # request ids being handled
         self._futures: dict[str, Future] = {}
@@ -255,6 +262,7 @@ class BusClient(Inbound):
             "received": self.received, "sent": self.sent, "rejected": dict(self.rejected),
             "gaps": dict(self.gaps), "unacked": len(self._pending), "lost": self.lost,
             "handler_errors": self.handler_errors, "in_flight": self._in_flight,
+            "signed": self._signer is not None, "duplicates": self.duplicates,
         }
 
     def owns(self, task_id: str) -> bool:
@@ -329,7 +337,10 @@ class BusClient(Inbound):
                     if key.startswith(b"@"):
                         del self._seq[key]
             env.seq = seq
-            frames = [topic, encode(env)]
+            payload = encode(env)
+            signer = self._signer
+            frames = [topic, payload] if signer is None else [topic, payload,
+                                                               signer.mac(topic, payload)]
             if pending is not None:
                 pending.frames = frames
                 self._pending[env.id] = pending
@@ -344,9 +355,14 @@ class BusClient(Inbound):
         if not self._pub_live:
             return
         try:
-            # two plain sends: pyzmq's send_multipart costs twice as much per small message
-            self._pub.send(frames[0], _SNDMORE)
-            self._pub.send(frames[1])
+            # plain sends: pyzmq's send_multipart costs twice as much per small message
+            pub = self._pub
+            pub.send(frames[0], _SNDMORE)
+            if len(frames) == 3:
+                pub.send(frames[1], _SNDMORE)
+                pub.send(frames[2])
+            else:
+                pub.send(frames[1])
             self.sent += 1
         except zmq.ZMQError as exc:  # HWM with NODROP, or the context going away
             self._note("send_error", f"send failed: {exc}")

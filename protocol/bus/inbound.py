@@ -1,8 +1,21 @@
 """The receiving half of BusClient: decoding, sequence gaps, the handshake echo, acks and dispatch
-to handlers (de-duplicated, partitioned, threaded or not). Runs on the loop thread."""
+to handlers (de-duplicated, partitioned, threaded or not). Runs on the loop thread.
+
+With signing on (protocol/signing.py) a frame is acted on only if its MAC checks out, and a valid
+frame captured and sent again (a replay) is not acted on twice:
+* work messages (ack=True) and requests are de-duplicated by envelope id, as for every re-send —
+  a replayed one is at most acknowledged again;
+* for every other handler the exact frame is remembered by its MAC (the last LRU_CAP frames) and
+  a byte-identical copy is dropped (counted in `duplicates`: a work message's own re-sends, which
+  are byte-identical, count there too) — a legitimate re-send after a restart has a new node and
+  seq, so a new MAC, and is still seen;
+* a signed envelope older than `bus_max_age_s` is refused as `stale` (the window never goes below
+  ack_give_up_s + 60 s, because a work message is re-sent with its original timestamp that long).
+"""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import zmq
@@ -36,9 +49,13 @@ class Inbound:
     def _on_frames(self, frames: list[bytes]) -> None:
         self.received += 1
         try:
-            topic, env = decode(frames, self.settings.max_frame_bytes)
+            topic, env = decode(frames, self.settings.max_frame_bytes, self._signer)
         except ProtocolError as exc:
             self._reject(exc)
+            return
+        if self._max_age and env.ts < time.time() - self._max_age:
+            self._reject(ProtocolError("stale", f"{env.type} {env.id} from {env.node} sent at "
+                                                f"{env.ts:.0f}, older than {self._max_age:.0f}s"))
             return
         stream = topic.split(b"/", 1)[0]  # = stream_of(topic), inlined on the hot path
         mine = topic.startswith(self._my_prefix)
@@ -84,6 +101,7 @@ class Inbound:
         if not subs:
             return
         body = None
+        fresh = None  # this exact frame not dispatched before (None: not looked up yet)
         for sub in subs:
             if sub.task and env.task != sub.task:
                 continue
@@ -123,6 +141,16 @@ class Inbound:
                 if state == "running":
                     continue
                 self._seen.put(env.id, "running")
+            elif not sub.request and self._signer is not None:
+                if fresh is None:
+                    mac = frames[2]
+                    fresh = mac not in self._delivered
+                    if fresh:
+                        self._delivered.put(mac, True)
+                    else:
+                        self.duplicates += 1
+                if not fresh:
+                    continue
             if sub.threaded:
                 with self._in_flight_lock:
                     self._in_flight += 1

@@ -62,7 +62,7 @@ def status(as_json: bool, window: float) -> None:
         report = daemon.collect_status(settings, window_s=window)
     except BusTimeout:
         report = {"home": str(settings.home), "supervisord_pid": daemon.supervisord_pid(settings),
-                  "bus": "unreachable",
+                  "bus": "unreachable", "bus_signing": daemon.signing_state(settings),
                   "roles": [{"role": r, "instance": i, "alive": False, "pid": None, "node": "",
                              "uptime_s": 0.0, "supervisor_state": "", "gaps": 0, "rejected": 0,
                              "unacked": 0, "lost": 0, "in_flight": 0, "info": {}}

@@ -30,6 +30,8 @@ def print_status(report: dict, as_json: bool) -> None:
     backends = report.get("llm_backends")
     if backends:
         console.print("LLM backends: " + ", ".join(f"{k}={v}" for k, v in backends.items()))
+    if report.get("bus_signing"):
+        console.print(f"Bus signing: {report['bus_signing']}")
     box = report.get("sandbox")
     if box:
         colour = {"bubblewrap": "green", "off": "yellow"}.get(box["mode"], "red")

@@ -38,13 +38,14 @@ import msgpack
 import zmq
 
 from protocol.settings import Settings
+from protocol.signing import Signer, signer_for
 
 log = logging.getLogger("artoo.capture")
 
 CAPTURE_INPROC = "inproc://artoo-capture"
 # what a captured item is (the tap keeps the kind in each audit log record)
 MSG = 0       # a bus message: topic frame + raw envelope bytes
-RAW = 1       # a captured message that is not two frames: payload = msgpack list of frames
+RAW = 1       # a captured message that is not a (validly signed) message: payload = msgpack frames
 SUB = 2       # a subscription change seen by the proxy (payload = the subscription frame)
 DATA, LOST, ACK, FROM = b"D", b"L", b"A", b"F"
 POS = struct.Struct("<QQ")                  # epoch, cseq
@@ -57,9 +58,16 @@ WINDOW = 50_000                             # sent but unacknowledged messages a
 _ITEM_OVERHEAD = 120                        # rough Python object cost per buffered message
 
 
-def classify(frames: list[bytes]) -> tuple[int, bytes, bytes]:
-    """(kind, topic, payload) of one captured multipart message."""
-    if len(frames) == 2:
+def classify(frames: list[bytes], signer: Signer | None = None) -> tuple[int, bytes, bytes]:
+    """(kind, topic, payload) of one captured multipart message.
+
+    With signing on, a message is `[topic, payload, mac]` and only one whose MAC checks out is
+    logged as MSG (topic and payload, as before); an unsigned or forged one — which every receiver
+    refuses — is logged as RAW, all its frames kept as evidence."""
+    if signer is None:
+        if len(frames) == 2:
+            return MSG, frames[0], frames[1]
+    elif len(frames) == 3 and signer.verify(frames[0], frames[1], frames[2]):
         return MSG, frames[0], frames[1]
     if len(frames) == 1 and frames[0][:1] in (b"\x00", b"\x01"):
         return SUB, b"", frames[0]
@@ -77,6 +85,7 @@ class CaptureRelay:
         self.bind = bind
         self.settings = settings
         self.source = source
+        self.signer = signer_for(settings)
         self.epoch = secrets.randbits(63) or 1
         self.next_cseq = 1
         self.acked = 0
@@ -199,7 +208,7 @@ class CaptureRelay:
                 frames = pull.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            kind, topic, payload = classify(frames)
+            kind, topic, payload = classify(frames, self.signer)
             if kind == SUB:
                 self._track_subscription(payload)
                 self.captured["sub"] += 1

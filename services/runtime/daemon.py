@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from protocol import curve
+from protocol import curve, signing
 from protocol.bus import BusClient, BusTimeout
 from protocol.settings import Settings
 
@@ -161,6 +161,8 @@ def up(settings: Settings, timeout_s: float = 90.0, extra_env: dict[str, str] | 
     settings.ensure_dirs()
     if curve.needs_curve(settings):
         curve.ensure_keys(settings)
+    if settings.bus_sign:
+        signing.ensure_key(settings)  # before any role starts: they all read this one key
     starting = supervisord_pid(settings) is None
     if starting:  # the llm port of a stopped daemon may be taken by now: claim a fresh one
         for stale in ("supervisor.sock", "supervisord.pid", local_model.PORT_FILE):
@@ -413,4 +415,12 @@ def status_report(settings: Settings, env: dict[str, str], collector: HeartbeatC
         })
     rows += local_model.status_rows(settings, env, sup)  # llm: alive = its HTTP API answers
     return {"home": str(settings.home), "supervisord_pid": supervisord_pid(settings),
-            "roles": rows, "llm_backends": local_model.backend_description(settings, env)}
+            "roles": rows, "llm_backends": local_model.backend_description(settings, env),
+            "bus_signing": signing_state(settings)}
+
+
+def signing_state(settings: Settings) -> str:
+    """For `artoo status`: are bus messages signed, and with which key file."""
+    if not settings.bus_sign:
+        return "off (ARTOO_BUS_SIGN=0: messages are neither signed nor checked)"
+    return f"on (HMAC-SHA256, key {settings.bus_key_file})"
