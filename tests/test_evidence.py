@@ -117,3 +117,14 @@ def test_overview_shows_json_shape_and_missing_final_newline(tmp_path):
         in text
     assert "members.csv (19 bytes, no newline at the end)" in text
     assert "ok.txt (4 bytes)" in text
+
+
+def test_same_method_ignores_where_a_command_reads_and_writes():
+    names = ["server.log", "warnings.txt"]
+    assert ev.same_method("grep -w WARNING server.log > warnings.txt",
+                          "cat server.log | grep -E 'WARNING'", names)
+    assert not ev.same_method("grep -w WARNING server.log",
+                              "awk '$2 == \"WARNING\"' server.log", names)
+    assert not ev.same_method("cat server.log", "cat server.log", names)   # no method at all
+    assert ev.method("grep x a.txt > out.txt; cat out.txt", ["a.txt", "out.txt"]) == \
+        frozenset({("grep", frozenset())})

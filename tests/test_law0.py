@@ -113,9 +113,25 @@ def test_wrong_content_is_caught_and_right_content_verified(settings, ws):
     assert "INFO a" in j.correction.what_was_wrong and "ERROR d" in j.correction.what_was_wrong
     (ws / "errors.txt").unlink()          # (an overwrite would need an approval)
     av2 = validator(settings, goal, derivation)
-    right = run(settings, "grep ERROR app.log > errors.txt; cat errors.txt")
+    right = run(settings, "awk '/ERROR/' app.log > errors.txt; cat errors.txt")
     j2 = av2.judge(result([right], "errors.txt written"))
     assert j2.kind == "matched" and j2.outcome.verified
+
+
+def test_agreement_with_the_executors_own_method_is_not_verified(settings, ws):
+    """Two runs of the same method are one derivation: a small model repeats its own mistake
+    (a word grepped anywhere in the line), so agreeing with it proves nothing."""
+    goal = "Copy every ERROR line of app.log into errors.txt"
+    av = validator(settings, goal, {"output_file": "errors.txt",
+                                    "command": "cat app.log | grep -E 'ERROR'"})
+    same = run(settings, "grep -w ERROR app.log > errors.txt; cat errors.txt")
+    j = av.judge(result([same], "errors.txt written"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("executor's own method" in u for u in j.outcome.unverified)
+    av = validator(settings, "How many ERROR lines are in app.log?",
+                   {"output_file": "", "command": "grep -c ERROR app.log"})
+    j = av.judge(result([run(settings, "grep -c ERROR app.log")], "2"))
+    assert j.kind == "matched" and not j.outcome.verified
 
 
 def test_changed_input_file_is_reported_not_verified(settings, ws):

@@ -162,6 +162,7 @@ Rules:
   COMMAND: grep -w ERROR app.log > errors.txt && cat errors.txt
 - Never count or add up in your head: run a command that prints the final value.
 - Match names, keys and words exactly, never a similar one.
+- When the task selects lines or rows by a field, column or level, compare that exact field (awk), not a word anywhere in the line.
 - To delete or overwrite a file, just run the command: the operator approves it.
 - If a command was refused ([LAW1]), report that; do not try another way around it.
 - ANSWER only when a command output above shows the task is done."""

@@ -71,6 +71,7 @@ The command must print exactly the correct result and nothing else:
 - A file to create or change: print exactly the content that file must have, computed from the input files.
 - If what the goal asks about does not exist, print nothing.
 - Use every condition the goal states. Match names exactly. Skip the header line of CSV files.
+- When the goal selects by a field, column or level, compare that exact field (awk), never a word found anywhere in the line.
 - Read-only: never write, move or delete files (no >, no rm, no sed -i).
 Examples:
 Goal: How many .md files are under docs?
@@ -286,7 +287,7 @@ class Verifier:
             checks.append(f"changed and not asked for: {', '.join(unexpected[:10])}")
         if file:
             return self._check_file(file, derived, changes, checks, unexpected, answer,
-                                    revealed)
+                                    revealed, records)
         if not derived.available:
             return Law0Report("unverified", derived.why_unavailable, checks,
                               unverified=[derived.why_unavailable], answer=answer)
@@ -338,6 +339,7 @@ class Verifier:
                            "the value(s) the goal asks for", answer=answer)
         report = Law0Report("verified", f"the answer agrees with an independent check "
                             f"(`{derived.command}` printed {shown})", checks, answer=answer)
+        self._mark_echo(report, derived, records, "the answer")
         if revealed:
             own = _outputs([r for r in (current or []) if _norm_cmd(r.target) !=
                             _norm_cmd(derived.command)])
@@ -359,7 +361,7 @@ class Verifier:
 
     def _check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                     checks: list[str], unexpected: list[str], answer: str,
-                    revealed: bool) -> Law0Report:
+                    revealed: bool, records: list[ToolCallRecord]) -> Law0Report:
         path = os.path.realpath(os.path.join(self.workspace, file))
         if not os.path.isfile(path):
             return Law0Report(
@@ -390,7 +392,8 @@ class Verifier:
                 what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
                 answer=answer)
         kind = "unverified" if unexpected or revealed else "verified"
-        if not ev.answer_values(answer):       # the answer to a file goal is the file
+        raw = any(answer.strip() == (r.output or "").strip() for r in records)
+        if raw or not ev.answer_values(answer):   # the answer to a file goal is the file
             answer = f"{file} written ({len(content.splitlines())} line(s))"
         report = Law0Report(kind, f"{file} holds exactly what an independent check derived from "
                             f"the inputs (`{derived.command}`)", checks, answer=answer)
@@ -400,7 +403,22 @@ class Verifier:
         if revealed:
             report.unverified.append(f"{file} matches the independent check only after the "
                                      f"executor was shown its output")
+        self._mark_echo(report, derived, records, file)
         return report
+
+    def _mark_echo(self, report: Law0Report, derived: DerivedCheck,
+                   records: list[ToolCallRecord], what: str) -> None:
+        """Agreement with a check that used the executor's own method is one derivation, not
+        two: the same small model repeats the same mistake (a word grepped anywhere in the line
+        where the goal names a field). Such a result stays unverified."""
+        names = set(self.before) | set(ev.snapshot(self.workspace))
+        echo = next((r.target for r in records if r.tool == "shell" and
+                     ev.same_method(r.target, derived.command, names)), None)
+        if echo is None:
+            return
+        report.kind = "unverified"
+        report.unverified.append(f"{what} agrees only with a check that used the executor's own "
+                                 f"method (`{echo}`), not an independent one")
 
 
 def _named_in(path: str, goal: str) -> bool:

@@ -387,6 +387,42 @@ def mentions_time(text: str) -> bool:
     return bool(_TIME_WORDS.search(text or ""))
 
 
+_REDIRECT = re.compile(r"\d*(?:>>?|<)&?\s*(?:\d\b|'[^']*'|\"[^\"]*\"|[^\s;|&]+)")
+_STAGES = re.compile(r"\|\||&&|[|;]")
+
+
+def method(command: str, names: Iterable[str] = ()) -> frozenset:
+    """What a command does, without where it reads from or writes to: per stage, the program and
+    its literal arguments other than options, file names and one-letter words. `grep -w ERROR
+    app.log > out.txt` and `cat app.log | grep -E 'ERROR'` have the same method."""
+    import shlex
+    skip = {n.lower().lstrip("./") for n in names}
+    stages = []
+    for stage in _STAGES.split(_REDIRECT.sub(" ", command or "")):
+        try:
+            words = shlex.split(stage)
+        except ValueError:
+            words = stage.split()
+        if not words:
+            continue
+        prog = os.path.basename(words[0])
+        if prog == "cat":
+            continue
+        args = frozenset(w for w in words[1:] if not w.startswith("-") and len(w) > 1
+                         and w.lower().lstrip("./") not in skip)
+        stages.append((prog, args))
+    return frozenset(stages)
+
+
+def same_method(a: str, b: str, names: Iterable[str] = ()) -> bool:
+    """Two commands that do the same thing the same way: their agreeing is one derivation, not
+    two (a small model repeats its own mistakes, e.g. grepping a word anywhere in the line when
+    the goal names a field)."""
+    names = list(names)
+    ma = method(a, names)
+    return bool(ma) and ma == method(b, names)
+
+
 DEGENERATE = frozenset({"null", "none", "nan", "undefined", "-nan", "inf"})
 
 
