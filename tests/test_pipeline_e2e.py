@@ -600,6 +600,33 @@ def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
     assert proc.returncode == 2 and "the current directory refused" in proc.stderr, proc.stderr
 
 
+def test_concurrent_runs_in_different_workspaces_share_one_daemon(e2e, tmp_path):
+    """The workspace travels in the request: two runs at once, each in its own directory, each
+    sees only its own files."""
+    procs = {}
+    for name, lines in (("one", "a\nb\n"), ("two", "x\ny\nz\n")):
+        ws = tmp_path / name
+        ws.mkdir()
+        (ws / "notes.txt").write_text(lines)
+        rid = new_rid(f"cw{name}")
+        intent = f"count the lines {rid}"
+        count = str(lines.count("\n"))
+        e2e.router.script.executor(intent, shell("wc -l < notes.txt"), result(count))
+        e2e.router.script.agentval(intent, all_met("counted", evidence=f"wc printed {count}"))
+        e2e.router.script.verifier(intent, check("grep -c . notes.txt"))
+        e2e.llm.add("perceiver", perception("count the lines of notes.txt"), task=rid)
+        e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+        procs[name] = (ws, count, subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "run", "--json", "--run-id", rid,
+             "--workspace", str(ws), "count the lines of notes.txt"], env=dict(os.environ),
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for name, (ws, count, proc) in procs.items():
+        out, err = proc.communicate(timeout=120)
+        final = json.loads(out)
+        assert proc.returncode == 0 and final["answer"] == count, out + err
+        assert final["workspace"] == str(ws.resolve()) and final["status"] == "verified"
+
+
 # ---------------------------------------------------------------------------------------------
 # artoo tasks: ls / show / logs -f / cancel, on the real daemon
 # ---------------------------------------------------------------------------------------------
