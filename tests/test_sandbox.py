@@ -195,6 +195,12 @@ def test_read_roots_never_expose_the_data_dir(tmp_path, monkeypatch):
     out = box.run("shell", {"command": f"cat ../shared.txt; cat $(echo {b64(str(home))} | "
                                        f"base64 -d)/secret.txt; echo end"})
     assert "shared" in out.output and "end" in out.output and CANARY not in out.output
+    # the bus key kept outside the data dir, under a read root: masked all the same
+    (tmp_path / "bus.key").write_text(CANARY)
+    monkeypatch.setenv("ARTOO_BUS_KEY_FILE", str(tmp_path / "bus.key"))
+    box = Toolbox(load_settings(), approve=lambda **_: law1.Decision(False, "no-operator"))
+    out = box.run("shell", {"command": "cat ../bus.key; echo end"})
+    assert "end" in out.output and CANARY not in out.output
 
 
 def test_fail_closed_without_bubblewrap_and_off_is_explicit(tmp_path, monkeypatch):

@@ -7,8 +7,8 @@ its own mount, pid, ipc, uts and network namespaces:
 * the system (`/usr`, `/bin`, `/lib*`, `/etc`, …) read-only; secrets in it (`/etc/shadow`, …)
   masked; HOME, `/home`, `/root`, `/var`, `/srv`, `/mnt`, `/opt` simply not there;
 * the run's workspace the only writable path, the operator's read roots read-only;
-* a private `/tmp` and an empty HOME; artoo's data dir, run dir (ipc sockets) and audit log
-  never visible (masked again even when a read root would expose them);
+* a private `/tmp` and an empty HOME; artoo's data dir, run dir (ipc sockets), audit log and
+  bus key never visible (masked again even when a read root would expose them);
 * no network unless the run was granted it (`artoo run --network`, or an approved command);
 * a process limit (a pids cgroup where one can be made, RLIMIT_NPROC otherwise), a file-size
   limit, and the time limit of the tool call; the namespace's processes all die with it.
@@ -154,6 +154,9 @@ def command_argv(settings: Settings, command: str, *, workspace: str, network: b
     for hidden in hidden_paths(settings):     # after the binds: masks win over any of them
         if os.path.isdir(hidden) and _under_any(hidden, [workspace, *read_roots]):
             argv += ["--tmpfs", hidden]
+    key = os.path.realpath(settings.bus_key_file)   # the bus HMAC key, wherever it was put
+    if os.path.isfile(key) and _under_any(key, [workspace, *read_roots, *SYSTEM_RO]):
+        argv += ["--ro-bind", "/dev/null", key]
     argv += ["--chdir", workspace, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp",
              "--setenv", "PWD", workspace, "--", "bash", "-c", command]
     return argv
