@@ -549,6 +549,19 @@ def test_law0_impossible_goal_ends_not_possible_without_replanning(e2e):
                 if ev["kind"] == "plan_directive"]
 
 
+def script_line_count(e2e, tag: str, count: str) -> str:
+    """Script a run that counts the lines of notes.txt in its workspace: `wc` by the executor,
+    `grep -c` by the checker (a different method). Returns its run id."""
+    rid = new_rid(tag)
+    intent = f"count the lines {rid}"
+    e2e.router.script.executor(intent, shell("wc -l < notes.txt"), result(count))
+    e2e.router.script.agentval(intent, all_met("counted", evidence=f"wc printed {count}"))
+    e2e.router.script.verifier(intent, check("grep -c . notes.txt"))
+    e2e.llm.add("perceiver", perception("count the lines of notes.txt"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+    return rid
+
+
 def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
     """`--workspace DIR`: the effector works there (not in the daemon's workspace); HOME, the
     root, system dirs and the data dir are refused before anything is submitted. Without it (and
@@ -557,13 +570,7 @@ def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
     own = tmp_path / "project"
     own.mkdir()
     (own / "notes.txt").write_text("one\ntwo\nthree\n")
-    rid = new_rid("ws")
-    intent = f"count the lines {rid}"
-    e2e.router.script.executor(intent, shell("wc -l < notes.txt"), result("3"))
-    e2e.router.script.agentval(intent, all_met("counted", evidence="wc printed 3"))
-    e2e.router.script.verifier(intent, check("grep -c . notes.txt"))
-    e2e.llm.add("perceiver", perception("count the lines of notes.txt"), task=rid)
-    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+    rid = script_line_count(e2e, "ws", "3")
     proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--json", "--run-id", rid,
                            "--workspace", str(own), "count the lines of notes.txt"], env=env,
                           cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -576,19 +583,14 @@ def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
         proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--workspace", bad,
                                "count files"], env=env, cwd=REPO, capture_output=True,
                               text=True, timeout=60)
-        assert proc.returncode == 2 and "--workspace refused as the workspace" in proc.stderr, (bad, proc.stderr)
+        assert proc.returncode == 2 and "--workspace refused as the workspace" in proc.stderr, \
+            (bad, proc.stderr)
 
     # without --workspace (and no ARTOO_WORKSPACE) the run works in the current directory
     env = {k: v for k, v in env.items() if k != "ARTOO_WORKSPACE"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     (own / "notes.txt").write_text("one\ntwo\n")
-    rid = new_rid("cwd")
-    intent = f"count the lines {rid}"
-    e2e.router.script.executor(intent, shell("wc -l < notes.txt"), result("2"))
-    e2e.router.script.agentval(intent, all_met("counted", evidence="wc printed 2"))
-    e2e.router.script.verifier(intent, check("grep -c . notes.txt"))
-    e2e.llm.add("perceiver", perception("count the lines of notes.txt"), task=rid)
-    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+    rid = script_line_count(e2e, "cwd", "2")
     proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--json", "--run-id", rid,
                            "count the lines of notes.txt"], env=env, cwd=own,
                           capture_output=True, text=True, timeout=120)
@@ -608,14 +610,8 @@ def test_concurrent_runs_in_different_workspaces_share_one_daemon(e2e, tmp_path)
         ws = tmp_path / name
         ws.mkdir()
         (ws / "notes.txt").write_text(lines)
-        rid = new_rid(f"cw{name}")
-        intent = f"count the lines {rid}"
         count = str(lines.count("\n"))
-        e2e.router.script.executor(intent, shell("wc -l < notes.txt"), result(count))
-        e2e.router.script.agentval(intent, all_met("counted", evidence=f"wc printed {count}"))
-        e2e.router.script.verifier(intent, check("grep -c . notes.txt"))
-        e2e.llm.add("perceiver", perception("count the lines of notes.txt"), task=rid)
-        e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+        rid = script_line_count(e2e, f"cw{name}", count)
         procs[name] = (ws, count, subprocess.Popen(
             [sys.executable, "-m", "services.cli", "run", "--json", "--run-id", rid,
              "--workspace", str(ws), "count the lines of notes.txt"], env=dict(os.environ),
