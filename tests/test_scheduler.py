@@ -155,6 +155,14 @@ def test_slots_missed_while_down_are_reported_and_run_once(sched_env):
     listed = {r["id"]: r for r in json.loads(cli("schedule", "ls", "--json"))}
     assert listed[env.missed_id]["missed"] == MISSED_SLOTS
     assert env.missed_id in cli("schedule", "ls")         # the table renders
+    shown = json.loads(cli("tasks", "show", run_id, "--json"))   # the run's lifecycle and trail
+    assert shown["lifecycle"] == "completed" and not shown["refused_transitions"]
+    assert [t["to"] for t in shown["trail"]] == ["pending", "in_progress", "review", "completed"]
+    assert shown["trail"][0]["actor"] == "scheduler" and env.missed_id in shown["trail"][0]["reason"]
+    row = next(r for r in json.loads(cli("tasks", "ls", "--json", "--state", "completed"))
+               if r["id"] == run_id)
+    assert row["lifecycle"] == "completed" and row["illegal_transitions"] == 0
+    assert run_id in cli("tasks", "ls")
     cli("schedule", "rm", env.missed_id)
     ggs_settled(env, time.time())
 
