@@ -13,7 +13,7 @@ from .messages import MESSAGE_TYPES
 
 ROLES = (
     "user", "perceiver", "planner", "executor", "agentval", "metaval", "ggs", "memory",
-    "auditor", "tap", "bus", "spawner",
+    "auditor", "tap", "bus", "spawner", "scheduler",
 )
 ANY = "*"          # any role (as sender) / broadcast to observers (as receiver)
 SELF = "self"      # the sender itself (readiness probe)
@@ -22,6 +22,7 @@ ROLE_NAMES = {
     "executor": "R3 Executor", "agentval": "R4a Agent-Validator", "metaval": "R4b Meta-Validator",
     "ggs": "R7 Goal Gradient Solver", "memory": "R5 Memory", "auditor": "R6 Auditor",
     "tap": "Tap", "bus": "Bus proxy", "spawner": "Effector spawner",
+    "scheduler": "Scheduler (scheduled goals)",
 }
 LLM_ROLES = ("perceiver", "planner", "executor", "agentval", "metaval", "memory")
 
@@ -51,7 +52,8 @@ ROUTES: dict[str, Route] = {
     "EffectorExited": _r("spawner->planner", work=True,
                          note="the dispatcher fails or re-offers the subtask of a dead effector"),
     # user <-> perceiver
-    "UserRequest": _r("user->perceiver", work=True),
+    "UserRequest": _r("user->perceiver", "scheduler->perceiver", work=True,
+                      note="the scheduler starts a scheduled goal's run as the CLI does"),
     "ClarificationRequest": _r("perceiver->user", work=True),
     "ClarificationReply": _r("user->perceiver", work=True),
     "ConversationalReply": _r("perceiver->user", work=True, note="greeting fast path"),
@@ -77,7 +79,9 @@ ROUTES: dict[str, Route] = {
     "ReplanRequest": _r("metaval->ggs", work=True),
     "OutcomeSummary": _r("metaval->ggs", work=True),
     "PlanDirective": _r("ggs->planner", work=True),
-    "FinalResult": _r("ggs->user", work=True, note="GGS is the only role that delivers one"),
+    "FinalResult": _r("ggs->user", work=True,
+                      note="GGS is the only role that delivers one; the CLI following the run acks "
+                           "it, or, for a scheduled run, the scheduler (acking as `user`)"),
     # memory
     "MemoryWrite": _r("ggs->memory", "user->memory", work=True),
     "MemoryQuery": _r("planner->memory", "perceiver->memory", "user->memory",

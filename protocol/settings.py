@@ -96,6 +96,7 @@ class Settings:
     offer_interval_s: float = 1.0        # the dispatcher re-offers an unclaimed subtask this often
     effector_exit_grace_s: float = 2.0   # an effector gone this long without an outcome = failed
     clarification_timeout_s: float = 300.0  # an unanswered question means "proceed as best you can"
+    scheduler_tick_s: float = 1.0        # the scheduler looks at $ARTOO_HOME/schedules.json this often
 
     # --- effectors: spawner, tools, Law 1 ------------------------------------------------------
     claim_hold_s: float = 3.0            # a spawner holds a slot this long for an unanswered claim
@@ -197,6 +198,11 @@ class Settings:
     @property
     def tasks_dir(self) -> Path:
         return self.home / "tasks"
+
+    @property
+    def schedules_file(self) -> Path:
+        """Scheduled goals (`artoo schedule`): the CLI writes them, the scheduler role runs them."""
+        return self.home / "schedules.json"
 
     @property
     def audit_dir(self) -> Path:

@@ -101,11 +101,15 @@ class BusClient(Inbound):
     # ------------------------------------------------------------------------------------------
     # registration
     # ------------------------------------------------------------------------------------------
-    def on(self, type_name: str, fn: Handler, *, ack: bool = False, partition: bool = False,
+    def on(self, type_name: str, fn: Handler, *, ack: bool | str = False, partition: bool = False,
            threaded: bool = False, request: bool = False, task: str | None = None,
            when: Callable[[Envelope, Any], bool] | None = None, raw: bool = False) -> None:
         """Handle messages of `type_name` ("*" = all). Register before start(), or the call
-        blocks until the new subscription is proven live by a fresh handshake."""
+        blocks until the new subscription is proven live by a fresh handshake.
+
+        `ack=True`: this process is a consumer (de-duplicate, acknowledge as its role); a role name
+        acknowledges as that role: a process that stands in for another consumer (the scheduler
+        acks the FinalResult of the runs it started as `user`, the role GGS waits for)."""
         if type_name != ALL and type_name not in MESSAGE_TYPES:
             raise ValueError(f"unknown message type {type_name!r}")
         sub = Subscription(type_name, fn, ack, partition, threaded, request, task, when, raw)
@@ -374,9 +378,10 @@ class BusClient(Inbound):
         frames = self._send_env(env, topic_for(env.type, env.task, req.reply_to))
         self._replies.put(req.id, frames)
 
-    def _ack(self, env: Envelope, ok: bool = True, error: str | None = None) -> None:
+    def _ack(self, env: Envelope, ok: bool = True, error: str | None = None,
+             role: str | None = None) -> None:
         ack = Envelope(type="Ack", body={"ack_id": env.id, "ok": ok, "error": error},
-                       sender=self.role, node=self.node, task=env.task, id=self.new_id(),
+                       sender=role or self.role, node=self.node, task=env.task, id=self.new_id(),
                        ts=time.time(), to=env.sender, corr=env.id)
         self._send_env(ack, topic_for("Ack", node=env.node))
 

@@ -20,13 +20,18 @@ class BusTimeout(TimeoutError):
 class Subscription:
     type_name: str                 # message type, or "*" for everything
     fn: Handler
-    ack: bool = False              # this process is a consumer: acknowledge and de-duplicate
+    ack: bool | str = False        # this process is a consumer: acknowledge and de-duplicate
+                                   # (a role name: acknowledge as that role, see BusClient.on)
     partition: bool = False        # only the owning instance of a scalable role handles the task
     threaded: bool = False
     request: bool = False          # fn returns the reply body; replies are cached by request id
     task: Optional[str] = None     # only this task's messages
     when: Optional[Callable[[Envelope, Any], bool]] = None  # extra filter (e.g. "addressed to me")
     raw: bool = False              # receive the envelope only, skip body validation
+
+    @property
+    def ack_role(self) -> str | None:
+        return self.ack if isinstance(self.ack, str) else None
 
     @property
     def prefix(self) -> bytes:

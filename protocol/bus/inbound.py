@@ -136,7 +136,7 @@ class Inbound:
             if sub.ack:
                 state = self._seen.get(env.id)
                 if state == "done":
-                    self._ack(env)
+                    self._ack(env, role=sub.ack_role)
                     continue
                 if state == "running":
                     continue
@@ -177,7 +177,7 @@ class Inbound:
         if sub.ack:
             def finish():
                 self._seen.put(env.id, "done")
-                self._ack(env, ok, error)
+                self._ack(env, ok, error, role=sub.ack_role)
             self._call_in_loop(finish) if threaded else finish()
 
     def _on_ack(self, env: Envelope) -> None:

@@ -16,11 +16,9 @@ from __future__ import annotations
 import json
 import os
 import queue
-import secrets
 import sys
 import time
 from collections import OrderedDict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +45,7 @@ class ConfigError(Exception):
     """A usage or configuration problem: exit code 2."""
 
 
-def new_run_id() -> str:
-    return f"run-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+new_run_id = tasklog.new_run_id
 
 
 def connect(settings: Settings, timeout: float = 5.0) -> BusClient:

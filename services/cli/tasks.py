@@ -2,7 +2,9 @@
 
 The source is the decision log every role appends to (`tasks/<run_id>.jsonl`): it survives the
 daemon, holds every run the CLI never saw (other terminals, scripts), and needs no bus. Only
-`cancel` talks to the bus. Reading (`summarize`, `details`) is pure and apart from rendering,
+`cancel` talks to the bus. Each run's lifecycle state and trail (pending → in_progress → review →
+completed, …) are derived from the same log by services/runtime/lifecycle.py, the one table of
+allowed transitions. Reading (`summarize`, `details`) is pure and apart from rendering,
 like circus keeps a command's message, execution and rendering apart.
 """
 from __future__ import annotations
@@ -20,7 +22,7 @@ from rich.table import Table
 
 from protocol.settings import Settings, load_settings
 
-from services.runtime import tasklog
+from services.runtime import lifecycle, tasklog
 
 from . import render
 
@@ -70,7 +72,9 @@ def summarize(events: list[dict], now: float | None = None) -> dict:
     else:
         state, status = "running", "-"
     usages = [e for e in events if e.get("kind") == "llm_call"]
+    life = lifecycle.derive(events)
     return {"id": (events[0].get("task_id") if events else ""), "state": state, "status": status,
+            "lifecycle": life.state, "illegal_transitions": len(life.refused),
             "goal": begin.get("raw_input") or begin.get("intent") or "",
             "slug": begin.get("intent_slug", ""), "workspace": begin.get("workspace", ""),
             "started_at": started, "age_s": round(now - started, 1),
@@ -82,6 +86,8 @@ def summarize(events: list[dict], now: float | None = None) -> dict:
 def details(events: list[dict], now: float | None = None) -> dict:
     """`tasks show`: the row plus plan rounds, subtasks, verdicts and GGS rounds."""
     out = summarize(events, now)
+    life = lifecycle.derive(events)
+    out["trail"], out["refused_transitions"] = life.entries, life.refused
     out["plans"] = [{"round": e.get("plan_round"),
                      "subtasks": [{"id": s.get("subtask_id"), "intent": s.get("intent"),
                                    "sequence": s.get("sequence")} for s in e.get("subtasks", [])]}
@@ -183,13 +189,18 @@ STATUS_COLOUR = {"verified": "green", "unverified": "yellow", "not_possible": "b
 def rows_table(rows: list[dict]) -> Table:
     table = Table(show_edge=False, title_justify="left")
     for col in ("run", "state", "status", "age", "calls", "tokens", "llm s", "workspace", "goal"):
+        # state: the lifecycle state (services/runtime/lifecycle.py); "lost" when no FinalResult
+        # came long after the deadline
         table.add_column(col, justify="right" if col in ("age", "calls", "tokens", "llm s")
                          else "left", overflow="fold" if col == "goal" else "ellipsis")
     for r in rows:
         tot = r["cost"]["total"]
         colour = STATUS_COLOUR.get(r["status"])
         status = f"[{colour}]{r['status']}[/{colour}]" if colour else r["status"]
-        table.add_row(r["id"], r["state"], status, _age(r["age_s"]), str(tot["calls"]),
+        state = r["lifecycle"] or "-"
+        if r["state"] == "lost":
+            state += " (lost)"
+        table.add_row(r["id"], state, status, _age(r["age_s"]), str(tot["calls"]),
                       str(tot["prompt_tokens"] + tot["completion_tokens"]),
                       f"{tot['seconds']:.0f}", escape(r["workspace"] or "-"),
                       escape(r["goal"][:80]))
@@ -198,8 +209,17 @@ def rows_table(rows: list[dict]) -> Table:
 
 def print_details(console: Console, d: dict) -> None:
     say = lambda text: console.print(text, highlight=False, soft_wrap=True)  # noqa: E731
-    say(f"[bold]{escape(d['id'])}[/bold]  {d['state']}  {d['status']}  "
+    say(f"[bold]{escape(d['id'])}[/bold]  {d['lifecycle']}  {d['status']}  "
         f"({_age(d['age_s'])} ago)")
+    if d["trail"]:
+        say("lifecycle: " + " → ".join([d["trail"][0]["to"]] + [t["to"] for t in d["trail"][1:]]))
+        for t in d["trail"]:
+            say(f"  {time.strftime('%H:%M:%S', time.localtime(t['ts']))} "
+                f"{t['from'] or '-'} → {t['to']}  [dim]{escape(t['actor'])}: "
+                f"{escape(str(t['reason'])[:160])}[/dim]")
+    for t in d["refused_transitions"]:
+        say(f"  [red]refused[/red] {t['from']} → {t['to']} ({escape(t['actor'])}: "
+            f"{escape(str(t['reason'])[:160])})")
     say(f"goal: {escape(d['goal'])}")
     if d["workspace"]:
         say(f"workspace: {escape(d['workspace'])}")
@@ -256,8 +276,10 @@ def tasks() -> None:
 
 
 @tasks.command("ls")
-@click.option("--state", type=click.Choice(["all", "running", "finished", "lost"]), default="all",
-              show_default=True)
+@click.option("--state", type=click.Choice(["all", "running", "finished", "lost",
+                                           *lifecycle.STATES]),
+              default="all", show_default=True,
+              help="running / finished / lost, or a lifecycle state (pending, in_progress, …)")
 @click.option("--status", default=None,
               help="only runs that ended so: verified, unverified, not_possible, abandoned, …")
 @click.option("--limit", "-n", default=20, show_default=True, help="newest N runs (0 = all)")
@@ -269,7 +291,7 @@ def ls(state: str, status: str | None, limit: int, as_json: bool) -> None:
     now = time.time()
     for path in log_files(settings):
         row = summarize(read_events(path), now)
-        if not row["id"] or (state != "all" and row["state"] != state) or \
+        if not row["id"] or (state != "all" and state not in (row["state"], row["lifecycle"])) or \
                 (status and row["status"] != status):
             continue
         rows.append(row)

@@ -12,11 +12,18 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def new_run_id() -> str:
+    """A run id as the CLI and the scheduler assign it: `run-YYYYmmdd-HHMMSS-xxxx`."""
+    return f"run-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
 def log_path(tasks_dir: Path, run_id: str) -> Path:
