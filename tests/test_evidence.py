@@ -126,5 +126,8 @@ def test_same_method_ignores_where_a_command_reads_and_writes():
     assert not ev.same_method("grep -w WARNING server.log",
                               "awk '$2 == \"WARNING\"' server.log", names)
     assert not ev.same_method("cat server.log", "cat server.log", names)   # no method at all
+    assert ev.same_method("grep -w WARNING server.log > warnings.txt",        # a no-op stage added
+                          "cat server.log | grep WARNING | awk '{print $0}'", names)
+    assert not ev.same_method("wc -l < server.log", "grep -c . server.log", names)
     assert ev.method("grep x a.txt > out.txt; cat out.txt", ["a.txt", "out.txt"]) == \
         frozenset({("grep", frozenset())})

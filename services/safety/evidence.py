@@ -415,12 +415,13 @@ def method(command: str, names: Iterable[str] = ()) -> frozenset:
 
 
 def same_method(a: str, b: str, names: Iterable[str] = ()) -> bool:
-    """Two commands that do the same thing the same way: their agreeing is one derivation, not
-    two (a small model repeats its own mistakes, e.g. grepping a word anywhere in the line when
-    the goal names a field)."""
+    """Two commands that rest on the same operation — a stage with the same program and the same
+    literal arguments (a pattern, a filter), whatever else surrounds it: their agreeing is one
+    derivation, not two (a small model repeats its own mistakes, e.g. grepping a word anywhere
+    in the line when the goal names a field, then adds a no-op stage)."""
     names = list(names)
-    ma = method(a, names)
-    return bool(ma) and ma == method(b, names)
+    keyed = {stage for stage in method(a, names) if stage[1]}
+    return bool(keyed & method(b, names))
 
 
 DEGENERATE = frozenset({"null", "none", "nan", "undefined", "-nan", "inf"})
