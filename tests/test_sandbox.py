@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -228,3 +229,26 @@ def test_network_programs_are_recognised():
     assert sandbox.needs_network("pip install requests") == "pip install"
     assert sandbox.needs_network("git status && pip list") == ""
     assert sandbox.needs_network("python3 script.py") == ""
+
+
+def test_cgroups_left_by_a_killed_command_are_swept(tmp_path, monkeypatch):
+    """An effector SIGKILLed mid-command never runs its cleanup; the next command's limits remove
+    the empty cgroup it left (only once it is old enough not to be a command about to join)."""
+    monkeypatch.setenv("ARTOO_HOME", str(tmp_path / "home"))
+    settings = load_settings()
+    if not sandbox._cgroup_parent():
+        pytest.skip("no writable pids cgroup here (RLIMIT_NPROC is used instead)")
+    left = sandbox.Limits(settings)            # never cleaned up, as after a SIGKILL
+    fresh = sandbox.Limits(settings)
+    try:
+        assert os.path.isdir(left.cgroup)      # young: kept
+        old = time.time() - 2 * sandbox.STALE_CGROUP_S
+        try:
+            os.utime(left.cgroup, (old, old))
+        except OSError as exc:
+            pytest.skip(f"cgroupfs does not take utime here: {exc}")
+        sandbox.Limits(settings).cleanup()
+        assert not os.path.exists(left.cgroup)
+    finally:
+        fresh.cleanup()
+        left.cleanup()

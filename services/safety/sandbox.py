@@ -168,31 +168,22 @@ def _under_any(path: str, roots: list[str]) -> bool:
 
 # -- process limits ---------------------------------------------------------------------------
 
-def _cgroup_parent() -> str:
-    """A writable cgroup directory with a pids controller for per-command cgroups, or ''."""
-    return _find_cgroup_parent()
-
-
 @functools.lru_cache(maxsize=1)
-def _find_cgroup_parent() -> str:
+def _cgroup_parent() -> str:
+    """A writable cgroup directory whose children can have `pids.max` (the v1 pids hierarchy, or
+    v2 with the pids controller delegated), for per-command cgroups; '' when there is none."""
     for root in CGROUP_ROOTS:
-        marker = os.path.join(root, "pids.max") if root.endswith("pids") else \
-            os.path.join(root, "cgroup.controllers")
-        if root.endswith("pids"):
-            ok = os.path.isdir(root) and os.path.exists(os.path.join(root, "cgroup.procs"))
-        else:
-            try:
-                ok = "pids" in Path(marker).read_text().split()
-            except OSError:
-                ok = False
-        if not ok:
-            continue
         parent = os.path.join(root, "artoo-sandbox")
+        probe = os.path.join(parent, f"probe-{os.getpid()}")
         try:
             os.makedirs(parent, exist_ok=True)
-            probe = os.path.join(parent, f"probe-{os.getpid()}")
+            if not root.endswith("pids"):      # v2: delegate the controller to our children
+                Path(parent, "cgroup.subtree_control").write_text("+pids")
             os.mkdir(probe)
-            os.rmdir(probe)
+            try:
+                Path(probe, "pids.max").write_text("1")
+            finally:
+                os.rmdir(probe)
             return parent
         except OSError:
             continue
@@ -211,6 +202,7 @@ class Limits:
         self.cgroup = ""
         parent = _cgroup_parent()
         if parent:
+            _sweep_stale(parent)
             path = os.path.join(parent, uuid.uuid4().hex[:12])
             try:
                 os.mkdir(path)
@@ -257,6 +249,27 @@ class Limits:
                 self.kill_all()
                 time.sleep(0.02)     # the kernel reaps killed processes asynchronously
         self.cgroup = ""
+
+
+STALE_CGROUP_S = 60.0
+
+
+def _sweep_stale(parent: str) -> None:
+    """Remove per-command cgroups left empty by an effector killed mid-command (its `finally`
+    never ran). A fresh one may be empty for a moment before its command joins it: only those
+    older than a minute go."""
+    now = time.time()
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir() and now - entry.stat().st_mtime > STALE_CGROUP_S and \
+                    not Path(entry.path, "cgroup.procs").read_text().strip():
+                os.rmdir(entry.path)
+        except OSError:
+            continue
 
 
 def _user_processes() -> int:
