@@ -129,5 +129,8 @@ def test_same_method_ignores_where_a_command_reads_and_writes():
     assert ev.same_method("grep -w WARNING server.log > warnings.txt",        # a no-op stage added
                           "cat server.log | grep WARNING | awk '{print $0}'", names)
     assert not ev.same_method("wc -l < server.log", "grep -c . server.log", names)
+    assert ev.same_method("cut -d, -f2- inv.csv > out.csv", "cut -d, -f2- inv.csv", ["inv.csv"])
+    assert not ev.same_method("tail -n +2 inv.csv", "cut -d, -f2- inv.csv", ["inv.csv"])
+    assert not ev.same_method("find . -name '*.py' | wc -l", "ls *.py | wc -l")  # only wc shared
     assert ev.method("grep x a.txt > out.txt; cat out.txt", ["a.txt", "out.txt"]) == \
-        frozenset({("grep", frozenset())})
+        frozenset({("grep", frozenset(), frozenset())})

@@ -392,9 +392,10 @@ _STAGES = re.compile(r"\|\||&&|[|;]")
 
 
 def method(command: str, names: Iterable[str] = ()) -> frozenset:
-    """What a command does, without where it reads from or writes to: per stage, the program and
-    its literal arguments other than options, file names and one-letter words. `grep -w ERROR
-    app.log > out.txt` and `cat app.log | grep -E 'ERROR'` have the same method."""
+    """What a command does, without where it reads from or writes to: per stage, the program,
+    its literal arguments other than options, file names and one-letter words, and its options.
+    `grep -w ERROR app.log > out.txt` and `cat app.log | grep -E 'ERROR'` share the stage
+    (grep, {ERROR}); `cut -d, -f2- a.csv` is (cut, {}, {-d,, -f2-})."""
     import shlex
     skip = {n.lower().lstrip("./") for n in names}
     stages = []
@@ -408,20 +409,23 @@ def method(command: str, names: Iterable[str] = ()) -> frozenset:
         prog = os.path.basename(words[0])
         if prog == "cat":
             continue
-        args = frozenset(w for w in words[1:] if not w.startswith("-") and len(w) > 1
-                         and w.lower().lstrip("./") not in skip)
-        stages.append((prog, args))
+        rest = [w for w in words[1:] if w.lower().lstrip("./") not in skip]
+        args = frozenset(w for w in rest if not w.startswith("-") and len(w) > 1)
+        opts = frozenset(w for w in rest if w.startswith("-"))
+        stages.append((prog, args, opts))
     return frozenset(stages)
 
 
 def same_method(a: str, b: str, names: Iterable[str] = ()) -> bool:
-    """Two commands that rest on the same operation — a stage with the same program and the same
-    literal arguments (a pattern, a filter), whatever else surrounds it: their agreeing is one
-    derivation, not two (a small model repeats its own mistakes, e.g. grepping a word anywhere
-    in the line when the goal names a field, then adds a no-op stage)."""
+    """Two commands that rest on the same operation: a stage with the same program and the same
+    literal arguments (a pattern, a filter), whatever stages surround it, or — when the work is
+    all in options (`cut -d, -f2-`) — the same stages throughout. Their agreeing is one
+    derivation, not two: a small model repeats its own mistakes (grepping a word anywhere in the
+    line when the goal names a field, cutting a column when the goal drops a row)."""
     names = list(names)
-    keyed = {stage for stage in method(a, names) if stage[1]}
-    return bool(keyed & method(b, names))
+    ma, mb = method(a, names), method(b, names)
+    keyed = {(p, args) for p, args, _ in ma if args} & {(p, args) for p, args, _ in mb if args}
+    return bool(keyed) or (bool(ma) and ma == mb)
 
 
 DEGENERATE = frozenset({"null", "none", "nan", "undefined", "-nan", "inf"})
