@@ -97,6 +97,7 @@ def test_task_has_timeline_attempts_result_and_one_ggs_point_per_round(web):
     assert len(points) == len(decisions)
     assert [p["directive"] for p in points] == [e["directive"] for e in decisions]
     assert points[-1]["directive"] == "accept" and points[0]["directive"] != "accept"
+    assert [p["round"] for p in points] == [0, 1]       # as the plan rounds they judge
     for p in points:
         assert all(isinstance(p[k], (int, float)) for k in ("d", "p", "omega", "l"))
     kinds = [e["kind"] for e in d["timeline"]]
@@ -104,6 +105,7 @@ def test_task_has_timeline_attempts_result_and_one_ggs_point_per_round(web):
     assert kinds.count("ggs_decision") == 2
     roles = {e["role"] for e in d["timeline"]}
     assert {"perceiver", "planner", "executor", "agentval", "metaval", "ggs"} <= roles
+    assert "?" not in roles
     assert [e["t"] for e in d["timeline"]] == sorted(e["t"] for e in d["timeline"])
     assert len(d["plans"]) == 2 and len(d["attempts"]) >= 2
     calls = [c for a in d["attempts"] for c in a["tool_calls"]]

@@ -71,10 +71,11 @@ def find_log(settings: Settings, run_id: str) -> Path | None:
 
 
 def ggs_points(events: Iterable[dict]) -> list[dict]:
-    """One point per GGS round (each `ggs_decision`): D, P, Ω, L, ∇L and the directive."""
+    """One point per GGS round (each `ggs_decision`, numbered from 0 like the plan rounds it
+    judges): D, P, Ω, L, ∇L and the directive."""
     out = []
     for i, e in enumerate(x for x in events if x.get("kind") == "ggs_decision"):
-        out.append({"round": e.get("replan_round", i), "index": i, "ts": e.get("ts"),
+        out.append({"round": i, "replan_round": e.get("replan_round"), "ts": e.get("ts"),
                     "d": e.get("d"), "p": e.get("p"), "omega": e.get("omega"), "l": e.get("l"),
                     "grad_l": e.get("grad_l"), "directive": e.get("directive", ""),
                     "urgency": e.get("urgency", ""), "reason": e.get("reason", ""),
@@ -104,8 +105,11 @@ def timeline(events: list[dict]) -> list[dict]:
     out = []
     for e in sorted(events, key=lambda x: x.get("ts", 0.0)):
         kind = str(e.get("kind", "?"))
+        role = e.get("role") or KIND_ROLE.get(kind)
+        if kind == "subtask_end":      # the agent-validator's verdict, or the dispatcher's
+            role = "planner" if e.get("source") == "dispatcher" else "agentval"
         out.append({"t": round(e.get("ts", start) - start, 3), "ts": e.get("ts"),
-                    "role": str(e.get("role") or KIND_ROLE.get(kind, "?")), "kind": kind,
+                    "role": str(role or "?"), "kind": kind,
                     "subtask": e.get("subtask_id") or "", "detail": event_detail(e)})
     return out
 

@@ -100,7 +100,7 @@ async function showTasks() {
 const SERIES = [["d", "D"], ["p", "P"], ["omega", "Ω"], ["l", "L"]];
 
 function ggsChart(points) {
-  const W = 760, H = 280, L = 46, R = 20, T = 34, B = 36;
+  const W = 760, H = 280, L = 70, R = 70, T = 34, B = 36;
   const maxV = Math.max(1, ...points.flatMap(p => SERIES.map(([k]) => typeof p[k] === "number" ? p[k] : 0)));
   const n = points.length;
   const x = i => n <= 1 ? L + (W - L - R) / 2 : L + i * (W - L - R) / (n - 1);
