@@ -5,7 +5,10 @@ Skips, saying why, when Selenium, Chromium or chromedriver is missing (`scripts/
 them when it can)."""
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -118,8 +121,14 @@ def test_pages_in_a_real_browser(browser):
     wait_for(driver, "#verify", text="intact")
     shoot(driver, "audit")
 
+    # an operator rule written by the CLI (the console writes nothing), so the page has a tag
+    subprocess.run([sys.executable, "-m", "services.cli", "memory", "remember", "--sigma", "-1",
+                    "Never write outside the workspace"], cwd=REPO, check=True,
+                   capture_output=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
     driver.get(f"http://127.0.0.1:{c.port}/#/memory")
-    wait_for(driver, "#memory-table")
+    rows = wait_for(driver, "#memory-table tbody tr", text="global:user")
+    next(r for r in rows if "global:user" in r.text).click()     # the tag's Megrams
+    wait_for(driver, "main table", text="Never write outside the workspace")
     shoot(driver, "memory")
     for name in ("tasks", "task", "daemon", "audit", "memory"):
         assert (SHOTS / f"{name}.png").stat().st_size > 5000, name

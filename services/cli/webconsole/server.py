@@ -141,6 +141,7 @@ class WebConsole:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     @property
     def url(self) -> str:
@@ -171,6 +172,9 @@ class WebConsole:
         self.close()
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self.stopping.set()
         if self.feed is not None:
             self.feed.stop()
