@@ -1,6 +1,7 @@
 """The web console in a real headless browser (Debian's Chromium driven by Selenium): the daemon
 on the scripted LLM runs a goal GGS judges in two rounds; the task page shows the timeline and a
-GGS chart with one point per round and series; every page is screenshotted into docs/console/.
+GGS chart with one point per round and series; every page is screenshotted (into docs/console/
+with ARTOO_SCREENSHOTS=1, else a temp dir).
 Skips, saying why, when Selenium, Chromium or chromedriver is missing (`scripts/setup` installs
 them when it can)."""
 from __future__ import annotations
@@ -9,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,7 +20,17 @@ from conftest import REPO
 from web_harness import web_daemon
 
 pytestmark = pytest.mark.timeout(180)
-SHOTS = REPO / "docs" / "console"
+# The README's screenshots are refreshed only on request (ARTOO_SCREENSHOTS=1): a test run must
+# not rewrite tracked files; otherwise they go to a temp dir removed at the end of the module.
+SHOTS = REPO / "docs" / "console" if os.environ.get("ARTOO_SCREENSHOTS") else \
+    Path(tempfile.gettempdir()) / f"artoo-shots-{os.getpid()}"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _drop_temp_shots():
+    yield
+    if not os.environ.get("ARTOO_SCREENSHOTS"):
+        shutil.rmtree(SHOTS, ignore_errors=True)
 
 
 def _browser_or_skip():
