@@ -119,6 +119,7 @@ def test_task_has_timeline_attempts_result_and_one_ggs_point_per_round(web):
 
 def test_daemon_page_lists_every_role(web):
     d = get_json(web.console, "/api/daemon")
+    assert d["proxy"]["frontend_msgs_in"] > 0 and "capture_captured" in d["proxy"]
     assert d["bus"] == "up"
     roles = {r["role"] for r in d["roles"] if r["alive"]}
     assert {"bus", "tap", "perceiver", "planner", "metaval", "ggs", "memory"} <= roles

@@ -126,6 +126,7 @@ def test_pages_in_a_real_browser(browser):
     assert any("ggs" in r.text and "alive" in r.text for r in rows)
     wait_for(driver, "#ticker tr, .beat", timeout=10)
     time.sleep(2.0)                                     # a few live heartbeats and rates
+    wait_for(driver, "#proxy", text="frontend_msgs_in")          # the proxy's own counters
     shoot(driver, "daemon")
 
     driver.get(f"http://127.0.0.1:{c.port}/#/audit")

@@ -188,8 +188,26 @@ def daemon_status(settings: Settings, window_s: float = 1.0) -> dict:
                   "bus": "unreachable", "bus_signing": daemon.signing_state(settings),
                   "roles": [{"role": r, "instance": i, "alive": False, "pid": None}
                             for r, i in daemon.expected_instances(daemon.daemon_env(settings))]}
+    report["proxy"] = proxy_counters(settings)
     report["checked_at"] = time.time()
     return report
+
+
+def proxy_counters(settings: Settings) -> dict:
+    """The proxy's own counters (`artoo tap stats`): messages and bytes each way, the capture
+    feed to the tap; {} when the proxy does not answer."""
+    from services.runtime.bus import query_control
+    try:
+        reply = query_control(settings, "stats", timeout_s=1.0)
+    except (OSError, TimeoutError, RuntimeError, ValueError):
+        return {}
+    stats = reply.get("stats") or {}
+    capture = stats.get("capture") or {}
+    keep = ("frontend_msgs_in", "frontend_bytes_in", "backend_msgs_out", "uptime_s")
+    out = {k: stats[k] for k in keep if k in stats}
+    out.update({f"capture_{k}": capture[k] for k in ("captured", "acked", "dropped", "buffered")
+                if k in capture})
+    return out
 
 
 # -- audit log --------------------------------------------------------------------------------

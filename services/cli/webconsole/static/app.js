@@ -245,6 +245,8 @@ async function showDaemon() {
       h("div", {}, "bus"), h("div", {}, d.bus), h("div", {}, "signing"), h("div", {}, d.bus_signing || "-"),
       h("div", {}, "alive"), h("div", {}, `${rows.filter(r => r.alive).length} of ${rows.length} instances`)),
     h("h2", {}, "Roles and instances"), t,
+    h("h2", {}, "Proxy counters"), h("div", { class: "kv", id: "proxy" },
+      ...Object.entries(d.proxy || {}).flatMap(([k, v]) => [h("div", {}, k), h("div", { class: "mono" }, String(v))])),
     h("h2", {}, "Bus rates (messages/s over the last 10 s, live)"), ratesBox,
     h("h2", {}, "Live messages"), h("table", {}, h("thead", {}, h("tr", {}, ["time", "type", "from", "task", "summary"].map(x => h("th", {}, x)))), ticker));
   const drawRates = () => {
