@@ -118,6 +118,16 @@ def test_wrong_content_is_caught_and_right_content_verified(settings, ws):
     assert j2.kind == "matched" and j2.outcome.verified
 
 
+def test_an_empty_file_matching_an_empty_derivation_is_not_verified(settings, ws):
+    goal = "Save the name of the city with the most people in cities.csv to biggest.txt"
+    av = validator(settings, goal, {"output_file": "biggest.txt",
+                                    "command": "awk -F, '$2==max {print $1}' cities.csv"})
+    j = av.judge(result([run(settings, "awk -F, '$3==top {print $1}' cities.csv > biggest.txt")],
+                        "biggest.txt written"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("agreeing on nothing" in u for u in j.outcome.unverified)
+
+
 def test_agreement_with_the_executors_own_method_is_not_verified(settings, ws):
     """Two runs of the same method are one derivation: a small model repeats its own mistake
     (a word grepped anywhere in the line), so agreeing with it proves nothing."""

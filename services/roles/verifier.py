@@ -391,7 +391,8 @@ class Verifier:
                                f"check (`{derived.command}`) expects:\n{head_tail(expected, 300)}",
                 what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
                 answer=answer)
-        kind = "unverified" if unexpected or revealed else "verified"
+        empty = not expected.strip()
+        kind = "unverified" if unexpected or revealed or empty else "verified"
         raw = any(answer.strip() == (r.output or "").strip() for r in records)
         if raw or not ev.answer_values(answer):   # the answer to a file goal is the file
             answer = f"{file} written ({len(content.splitlines())} line(s))"
@@ -403,6 +404,9 @@ class Verifier:
         if revealed:
             report.unverified.append(f"{file} matches the independent check only after the "
                                      f"executor was shown its output")
+        if empty:        # like 0 or null for a value: what a broken command derives
+            report.unverified.append(f"{file} is empty and the independent check derived "
+                                     f"nothing: agreeing on nothing proves nothing")
         self._mark_echo(report, derived, records, file)
         return report
 
