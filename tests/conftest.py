@@ -6,11 +6,14 @@ fixed port or the user's ~/.artoo. Fixtures stop what they start.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 import psutil
 import pytest
@@ -133,3 +136,33 @@ def daemon(artoo_env, settings):
         d.down(settings)
         left = d.our_processes(settings)
         assert not left, f"processes left after down: {[p.pid for p in left]}"
+
+
+@contextmanager
+def scripted_daemon(llm, *, prefix: str, scale: int = 2, extra_env: dict | None = None,
+                    before_up: Callable | None = None):
+    """A real daemon (`artoo up`) in a temporary ARTOO_HOME and workspace, its LLM endpoint the
+    scripted one; yields (settings, root). `before_up(settings)` runs with the environment set
+    and the daemon still down. Afterwards: down, the temp dir removed, and no process left."""
+    from services.runtime import daemon
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    (root / "home").mkdir()
+    (root / "ws").mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in {"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
+                           "ARTOO_SCALE": str(scale), "ARTOO_LLM_BACKOFF_S": "0.01",
+                           "ARTOO_LLM_RETRIES": "0", **llm.env(), **(extra_env or {})}.items():
+            mp.setenv(key, value)
+        mp.delenv("ARTOO_RUN_DIR", raising=False)
+        settings = load_settings()
+        settings.ensure_dirs()
+        try:
+            if before_up is not None:
+                before_up(settings)
+            daemon.up(settings, timeout_s=120)
+            yield settings, root
+        finally:
+            daemon.down(settings)
+            left = daemon.our_processes(settings)
+            shutil.rmtree(root, ignore_errors=True)
+            assert not left, f"processes left after down: {[p.pid for p in left]}"

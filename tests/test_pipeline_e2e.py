@@ -6,12 +6,10 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -20,7 +18,8 @@ from typing import Callable
 
 import pytest
 
-from conftest import REPO
+from audit_support import wait_until
+from conftest import REPO, scripted_daemon
 from protocol.envelope import Envelope
 from protocol.messages import (ConversationalReply, FinalResult, LossBreakdown, MemoryRecall,
                                SubTaskOutcome)
@@ -182,33 +181,14 @@ class Router:
 @pytest.fixture(scope="module")
 def e2e():
     from rich.console import Console
-    from services.runtime import daemon
     from services.cli.run import RunSession
-    root = Path(tempfile.mkdtemp(prefix="at-e2e-", dir="/tmp"))
-    (root / "home").mkdir()
-    (root / "ws").mkdir()
-    with pytest.MonkeyPatch.context() as mp, ScriptedLLM() as llm:
-        for key, value in {"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
-                           "ARTOO_SCALE": "2", "ARTOO_LLM_BACKOFF_S": "0.01",
-                           "ARTOO_LLM_RETRIES": "0", **llm.env()}.items():
-            mp.setenv(key, value)
-        mp.delenv("ARTOO_RUN_DIR", raising=False)
-        settings = load_settings()
-        settings.ensure_dirs()
-        daemon.up(settings, timeout_s=120)
-        session = None
+    with ScriptedLLM() as llm, scripted_daemon(llm, prefix="at-e2e-") as (settings, root):
+        session = RunSession(settings, Console(file=io.StringIO(), width=160), interactive=False)
         try:
-            session = RunSession(settings, Console(file=io.StringIO(), width=160),
-                                 interactive=False)
             yield SimpleNamespace(settings=settings, llm=llm, session=session, root=root,
                                   router=Router(llm, settings.workspace))
         finally:
-            if session is not None:
-                session.close()
-            daemon.down(settings)
-            left = daemon.our_processes(settings)
-            shutil.rmtree(root, ignore_errors=True)
-            assert not left, f"processes left after down: {[p.pid for p in left]}"
+            session.close()
 
 
 def new_rid(tag: str) -> str:
@@ -429,16 +409,6 @@ def test_cli_json_exit_codes_and_the_conversational_path(e2e):
     final = run_task(e2e, hello, "hello")
     assert isinstance(final, ConversationalReply) and final.answer == "Hello! I'm artoo."
     assert exit_code(final) == 0
-
-
-def wait_until(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_operator_approval_prompt_denies_then_approves(e2e):

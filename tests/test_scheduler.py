@@ -11,19 +11,17 @@ heartbeat of the scheduler that shows it looked again).
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import threading
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 
+from audit_support import wait_until
+from conftest import scripted_daemon
 from pipeline_harness import Recorder
 from protocol.bus import BusClient
-from protocol.settings import load_settings
 from replies_effector import all_met
 from replies_pipeline import accept, effector_responder, perception, plan, subtask
 from scripted_llm import ScriptedLLM
@@ -33,23 +31,8 @@ INTENT = "print the tick value"
 MISSED_SLOTS = 5
 
 
-def wait_until(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)   # polling the schedule file, which the scheduler replaces atomically
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def sched_env():
-    from services.runtime import daemon
-    root = Path(tempfile.mkdtemp(prefix="at-sch-", dir="/tmp"))
-    (root / "home").mkdir()
-    (root / "ws").mkdir()
-    (root / "ws" / "tick.txt").write_text("TICK-7\n")
     gate = threading.Event()
     gate.set()
 
@@ -60,45 +43,38 @@ def sched_env():
     executor, _ = effector_responder("cat tick.txt", "TICK-7", "the tick value is printed")
     agentval = lambda req: all_met("the tick value is printed",  # noqa: E731
                                    evidence="the tool printed TICK-7")
-    with pytest.MonkeyPatch.context() as mp, ScriptedLLM() as llm:
+    missed: dict = {}
+
+    def store_missed(settings):
+        """Stored while the daemon is down: every 10 minutes since 55 minutes ago, so the slots
+        at -45, -35, -25, -15 and -5 minutes all went by with no daemon to run them."""
+        (settings.workspace / "tick.txt").write_text("TICK-7\n")
+        missed.update(schedules.new_schedule("print the tick, catching up", every="10m",
+                                             now=time.time() - 3300, yes=True))
+        with schedules.ScheduleStore(settings.schedules_file).edit() as data:
+            data["schedules"].append(missed)
+
+    with ScriptedLLM() as llm:
         llm.on("perceiver", lambda req: perception(INTENT))
         llm.on("planner", planner)
         llm.on("executor", executor)
         llm.on("agentval", agentval)
         llm.on("metaval", lambda req: accept("the tick is TICK-7", merged_output="TICK-7"))
-        for key, value in {"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
-                           "ARTOO_SCALE": "1", "ARTOO_LLM_BACKOFF_S": "0.01",
-                           "ARTOO_LLM_RETRIES": "0", "ARTOO_SCHEDULER_TICK_S": "0.2",
-                           **llm.env()}.items():
-            mp.setenv(key, value)
-        mp.delenv("ARTOO_RUN_DIR", raising=False)
-        settings = load_settings()
-        settings.ensure_dirs()
-        store = schedules.ScheduleStore(settings.schedules_file)
-        # Stored while the daemon is down: every 10 minutes since 55 minutes ago, so the slots
-        # at -45, -35, -25, -15 and -5 minutes all went by with no daemon to run them.
-        missed = schedules.new_schedule("print the tick, catching up", every="10m",
-                                        now=time.time() - 3300, yes=True)
-        with store.edit() as data:
-            data["schedules"].append(missed)
-        client = None
-        try:
-            daemon.up(settings, timeout_s=120)
+        with scripted_daemon(llm, prefix="at-sch-", scale=1,
+                             extra_env={"ARTOO_SCHEDULER_TICK_S": "0.2"},
+                             before_up=store_missed) as (settings, root):
             rec = Recorder()
             client = BusClient("user", settings=settings, heartbeat=False)
             client.on("FinalResult", rec)          # observe only: the scheduler must ack them
             client.on("Heartbeat", rec)
             client.start()
-            yield SimpleNamespace(settings=settings, store=store, rec=rec, gate=gate, llm=llm,
-                                  missed_id=missed["id"], root=root)
-        finally:
-            gate.set()
-            if client is not None:
+            try:
+                yield SimpleNamespace(settings=settings, rec=rec, gate=gate, llm=llm, root=root,
+                                      store=schedules.ScheduleStore(settings.schedules_file),
+                                      missed_id=missed["id"])
+            finally:
+                gate.set()
                 client.stop()
-            daemon.down(settings)
-            left = daemon.our_processes(settings)
-            shutil.rmtree(root, ignore_errors=True)
-            assert not left, f"processes left after down: {[p.pid for p in left]}"
 
 
 def sched(env, sid: str) -> dict:

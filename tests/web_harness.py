@@ -4,16 +4,12 @@ an accept), and a `WebConsole` serving that ARTOO_HOME on a free port with its l
 from __future__ import annotations
 
 import io
-import shutil
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
-from protocol.settings import load_settings
+from conftest import scripted_daemon
 from replies_effector import SubtaskScript, all_met, result, shell
 from replies_pipeline import accept, perception, plan, reject, subtask
 from scripted_llm import ScriptedLLM
@@ -51,19 +47,7 @@ def web_daemon():
     from rich.console import Console
     from services.cli.run import RunSession
     from services.cli.webconsole import WebConsole
-    from services.runtime import daemon
-    root = Path(tempfile.mkdtemp(prefix="at-web-", dir="/tmp"))
-    (root / "home").mkdir()
-    (root / "ws").mkdir()
-    with pytest.MonkeyPatch.context() as mp, ScriptedLLM() as llm:
-        for key, value in {"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
-                           "ARTOO_SCALE": "1", "ARTOO_LLM_BACKOFF_S": "0.01",
-                           "ARTOO_LLM_RETRIES": "0", **llm.env()}.items():
-            mp.setenv(key, value)
-        mp.delenv("ARTOO_RUN_DIR", raising=False)
-        settings = load_settings()
-        settings.ensure_dirs()
-        daemon.up(settings, timeout_s=120)
+    with ScriptedLLM() as llm, scripted_daemon(llm, prefix="at-web-", scale=1) as (settings, root):
         session = console = None
         try:
             console = WebConsole(settings, port=0).start()
@@ -84,7 +68,3 @@ def web_daemon():
                 session.close()
             if console is not None:
                 console.stop()
-            daemon.down(settings)
-            left = daemon.our_processes(settings)
-            shutil.rmtree(root, ignore_errors=True)
-            assert not left, f"processes left after down: {[p.pid for p in left]}"
