@@ -150,6 +150,7 @@ class Verifier:
         self.goal = goal or subtask.goal or subtask.intent
         self.task_id = subtask.parent_task_id
         self.before: dict[str, ev.FileState] = {}
+        self.names: set[str] = set()
         self.before_dir: Optional[str] = None
         self.derived: Optional[DerivedCheck] = None
         self.changed: list[str] = []            # files the subtask created, changed or deleted
@@ -253,6 +254,7 @@ class Verifier:
         if revealed and self.derived is not None and self.derived.available:
             outputs.append((self.derived.command, self.derived.output))
         after = ev.snapshot(self.workspace)
+        self.names = set(self.before) | set(after)     # file names, for same-method checks
         changes = ev.diff(self.before, after)
         self.changed = changes.touched + changes.deleted
         checks = [f"workspace: {changes.describe()}"]
@@ -415,9 +417,8 @@ class Verifier:
         """Agreement with a check that used the executor's own method is one derivation, not
         two: the same small model repeats the same mistake (a word grepped anywhere in the line
         where the goal names a field). Such a result stays unverified."""
-        names = set(self.before) | set(ev.snapshot(self.workspace))
         echo = next((r.target for r in records if r.tool == "shell" and
-                     ev.same_method(r.target, derived.command, names)), None)
+                     ev.same_method(r.target, derived.command, self.names)), None)
         if echo is None:
             return
         report.kind = "unverified"

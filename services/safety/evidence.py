@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
@@ -396,7 +397,6 @@ def method(command: str, names: Iterable[str] = ()) -> frozenset:
     its literal arguments other than options, file names and one-letter words, and its options.
     `grep -w ERROR app.log > out.txt` and `cat app.log | grep -E 'ERROR'` share the stage
     (grep, {ERROR}); `cut -d, -f2- a.csv` is (cut, {}, {-d,, -f2-})."""
-    import shlex
     skip = {n.lower().lstrip("./") for n in names}
     stages = []
     for stage in _STAGES.split(_REDIRECT.sub(" ", command or "")):
