@@ -113,7 +113,7 @@ def test_wrong_content_is_caught_and_right_content_verified(settings, ws):
     assert "INFO a" in j.correction.what_was_wrong and "ERROR d" in j.correction.what_was_wrong
     (ws / "errors.txt").unlink()          # (an overwrite would need an approval)
     av2 = validator(settings, goal, derivation)
-    right = run(settings, "awk '/ERROR/' app.log > errors.txt; cat errors.txt")
+    right = run(settings, "awk '$1 == \"ERROR\"' app.log > errors.txt; cat errors.txt")
     j2 = av2.judge(result([right], "errors.txt written"))
     assert j2.kind == "matched" and j2.outcome.verified
 
@@ -245,3 +245,29 @@ def test_absence_needs_a_check_that_looked_for_the_missing_thing(settings, ws):
     j = av.judge(result([run(settings, "ls")], "report_2023.txt does not exist",
                         status="not_possible"))
     assert j.kind == "failed" and j.outcome.not_possible and j.outcome.verified
+
+
+def test_one_operation_under_another_spelling_is_the_same_method(settings, ws):
+    """`awk '/P/'` selects the lines containing P anywhere, as `grep P` does: agreeing with it is
+    not an independent check."""
+    goal = "Copy every ERROR line of app.log into errors.txt"
+    av = validator(settings, goal, {"output_file": "errors.txt", "command": "awk '/ERROR/' app.log"})
+    j = av.judge(result([run(settings, "grep ERROR app.log > errors.txt; cat errors.txt")],
+                        "errors.txt written"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("executor's own method" in u for u in j.outcome.unverified)
+
+
+def test_both_splitting_a_quoted_csv_on_commas_is_not_verified(settings, ws):
+    """Two different tools that both split a CSV with quoted commas on every comma share the
+    same blind spot (the quoted rows' fields shift): their agreement is not evidence."""
+    (settings.workspace / "sales.csv").write_text(
+        'id,customer,amount\n1,"Acme, Inc.",10\n2,Bob,5\n')
+    goal = "What is the total of the amount column in sales.csv?"
+    av = validator(settings, goal, {"output_file": "",
+                                    "command": "cut -d, -f3 sales.csv | grep -xE '[0-9]+' | paste -sd+ | bc"})
+    naive = run(settings, "awk -F, 'NR>1 {s+=$3} END {print s}' sales.csv")
+    assert naive.output.strip() == "5"          # the quoted row's amount was lost
+    j = av.judge(result([naive], "5"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("quoted fields" in u for u in j.outcome.unverified)

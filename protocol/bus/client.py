@@ -10,16 +10,19 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable
 
 import zmq
 
 from .. import curve, routes, signing
-from ..envelope import NO_TASK, Envelope, dump_body, encode, owner, stream_of, topic_for
+from ..envelope import (NO_TASK, Envelope, ProtocolError, decode, dump_body, encode, owner,
+                        stream_of, topic_for)
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
 from .common import ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, Subscription
 from .inbound import Inbound
+from .outbox import Outbox
 
 log = logging.getLogger("artoo.bus")
 
@@ -34,7 +37,7 @@ class BusClient(Inbound):
 
     def __init__(self, role: str, *, instance: int = 0, instances: int = 1,
                  settings: Settings | None = None, node: str | None = None,
-                 heartbeat: bool = True, version: str = ""):
+                 heartbeat: bool = True, version: str = "", outbox: Path | None = None):
         self.role = role
         self.instance = instance
         self.instances = max(1, instances)
@@ -69,6 +72,8 @@ class BusClient(Inbound):
         self.lost = 0
 
         self._pending: dict[str, Pending] = {}
+        # unacked work messages on disk too, re-sent by a restarted instance (protocol/bus/outbox.py)
+        self._outbox = Outbox(outbox) if outbox is not None else None
         self._seen: Lru = Lru(self.settings.dedup_capacity)       # msg id -> "running"/"done"
         self._delivered: Lru = Lru(LRU_CAP)                      # MACs of frames dispatched
         self._replies: Lru = Lru(2048)                           # request id -> reply frames
@@ -147,7 +152,31 @@ class BusClient(Inbound):
             raise BusTimeout(f"{self.node}: not ready after {timeout}s "
                              f"({self._start_error or 'no echo from proxy'})")
         self.state = "running"
+        self._restore_outbox()
         return self
+
+    def _restore_outbox(self) -> None:
+        """Re-send what a killed predecessor left unacknowledged (same ids: consumers de-dup),
+        unless it is older than the give-up time: its sender would have dropped it by now."""
+        if self._outbox is None:
+            return
+        now = time.time()
+        for topic, payload, consumers, written in self._outbox.load():
+            msg_id = ""
+            try:
+                _, env = decode([topic, payload], self.settings.max_frame_bytes)
+                msg_id = env.id
+                if now - written > self.settings.ack_give_up_s:
+                    raise ProtocolError("stale", f"persisted {now - written:.0f}s ago")
+            except ProtocolError as exc:
+                log.warning("%s: outbox entry %s not re-sent: %s", self.node, msg_id or "?", exc)
+                if msg_id:
+                    self._outbox.remove(msg_id)
+                continue
+            env.node, env.ts = self.node, now
+            log.info("%s: re-sending %s %s left unacknowledged by a predecessor", self.node,
+                     env.type, env.id)
+            self._submit(("work", env, topic, (consumers, None)))
 
     def stop(self, drain_s: float = 0.0) -> None:
         """Stop the loop; with drain_s > 0 first wait for outstanding acks that long."""
@@ -320,7 +349,9 @@ class BusClient(Inbound):
             now = time.monotonic()
             pending = Pending([], consumers, a.type, now, now + self.settings.ack_initial_s,
                                self.settings.ack_initial_s, on_done=on_done)
-            self._send_env(a, b, pending)  # registered before the send: the ack cannot win
+            frames = self._send_env(a, b, pending)  # registered before the send: the ack cannot win
+            if self._outbox is not None:
+                self._outbox.put(a.id, b, frames[1], consumers)
         elif kind == "reply":
             self._send_reply(a, b)
         elif kind == "hello":
@@ -542,6 +573,8 @@ class BusClient(Inbound):
                 continue
             if now - p.first_sent > s.ack_give_up_s:
                 del self._pending[msg_id]
+                if self._outbox is not None:
+                    self._outbox.remove(msg_id)
                 self.lost += 1
                 log.error("%s: %s %s never acknowledged by %s; giving up after %d sends",
                           self.node, p.type_name, msg_id, sorted(p.consumers - p.acked),

@@ -191,6 +191,8 @@ class Inbound:
         p.acked.add(env.sender)
         if p.consumers <= p.acked:
             del self._pending[ack_id]
+            if self._outbox is not None:
+                self._outbox.remove(ack_id)
             if p.on_done:
                 try:
                     p.on_done(True)

@@ -36,6 +36,7 @@ from services.safety import law1
 from .agentval import AgentValidator, Judgement
 from .executor import Executor
 from services.runtime.llm import LLMClient, LLMError
+from services.runtime.journal import ToolJournal
 from services.safety.tools import Toolbox
 from .verifier import Verifier
 
@@ -170,7 +171,7 @@ class Effector:
     def run(self) -> int:
         self.arm_deadline()
         if self.validator.verifier is not None:
-            self.validator.verifier.start()      # the workspace before the first tool call
+            self.validator.verifier.start(self.executor.journal)  # before the first tool call
         attempt, correction = 1, None
         while self.outcome is None:
             result = self.executor.run_attempt(attempt, correction)
@@ -235,7 +236,8 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     gate = law1.ApprovalGate(client, subtask, settings, deadline_at=deadline_at)
     toolbox = Toolbox(settings, approve=gate.ask, undo=law1.UndoStore(settings, task_id),
                       subtask_id=sid)
-    executor = Executor(subtask, llms["executor"], toolbox, settings)
+    journal = ToolJournal(settings, task_id, sid, deadline_at)
+    executor = Executor(subtask, llms["executor"], toolbox, settings, journal=journal)
     verifier = Verifier(subtask, llms["verifier"], settings) if llms.get("verifier") else None
     validator = AgentValidator(subtask, llms["agentval"], settings, verifier=verifier)
     effector = Effector(subtask, settings, client, executor, validator, deadline_at=deadline_at,

@@ -24,6 +24,7 @@ from protocol.messages import CorrectionSignal, ExecutionResult, SubTask, ToolCa
 from protocol.settings import Settings
 
 from services.runtime import tasklog
+from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import evidence
 from services.safety.tools import TOOL_SPECS, Toolbox, head_tail
@@ -202,8 +203,10 @@ LOCAL_TOOLS = ("shell",)
 class Executor:
     """R3 for one subtask (all its attempts)."""
 
-    def __init__(self, subtask: SubTask, llm, toolbox: Toolbox, settings: Settings):
+    def __init__(self, subtask: SubTask, llm, toolbox: Toolbox, settings: Settings,
+                 journal: Optional[ToolJournal] = None):
         self.subtask = subtask
+        self.journal = journal
         self.llm = llm
         self.toolbox = toolbox
         self.settings = settings
@@ -314,6 +317,42 @@ class Executor:
                                                            max_tokens=200))
         return self.llm.complete_json(ExecutorStep, system, prompt, task_id=self.task_id)
 
+    def _run_once(self, attempt: int, turn: int, tool: str, args: dict[str, Any], sig: str
+                  ) -> ToolCallRecord:
+        """Run a tool call at most once across restarts (services/runtime/journal.py): a call an
+        earlier process finished is answered from its record; one it started and never finished
+        is re-run only if the workspace shows no effect of it."""
+        journal = self.journal
+        key = ToolJournal.key(attempt, turn, sig)
+        prior = journal.lookup(key) if journal else None
+        ws = str(self.toolbox.workspace)
+        digest = evidence.digest(ws) if journal else ""
+        if prior and prior.get("state") == "finished":
+            tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call_reused",
+                           subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
+                           tool=tool, tool_input=args)
+            return ToolCallRecord(tool=tool, arguments=args, target=prior.get("target") or "",
+                                  output=prior.get("output") or "", error=prior.get("error"))
+        if prior and prior.get("state") == "started" and prior.get("digest") != digest:
+            tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call_unknown",
+                           subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
+                           tool=tool, tool_input=args)
+            return ToolCallRecord(tool=tool, arguments=args, target="", output=(
+                "NOT RUN AGAIN: this call was started before a restart and did not report back; "
+                "the workspace changed since it started, so it may have done its work. Check the "
+                "workspace instead of repeating it."))
+        if journal:
+            journal.started(key, tool, args, digest)
+        started = time.monotonic()
+        out = self.toolbox.run(tool, args)
+        record = ToolCallRecord(tool=tool, arguments=args, target=out.target,
+                                output=head_tail(out.output, self.output_chars),
+                                error=out.error, law1=out.law1,
+                                elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+        if journal:
+            journal.finished(key, record.output, record.error, record.target)
+        return record
+
     # -- one attempt --------------------------------------------------------------------------
     def run_attempt(self, attempt: int, correction: Optional[CorrectionSignal] = None
                     ) -> ExecutionResult:
@@ -378,12 +417,7 @@ class Executor:
                 record = ToolCallRecord(tool=tool, arguments=args, target=str(next(iter(
                     args.values()), "")), error=blocked)
             else:
-                started = time.monotonic()
-                out = self.toolbox.run(tool, args)
-                record = ToolCallRecord(tool=tool, arguments=args, target=out.target,
-                                        output=head_tail(out.output, self.output_chars),
-                                        error=out.error, law1=out.law1,
-                                        elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+                record = self._run_once(attempt, turn, tool, args, sig)
             calls.append(record)
             self.history.append(record)
             tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call",

@@ -44,6 +44,7 @@ from protocol.messages import (EffectorExited, EffectorStarted, SubTask, SubTask
                                SubTaskClaim, SubTaskOffer, TaskCancel)
 from protocol.settings import Settings, load_settings
 
+from services.runtime import journal
 from services.safety.tools import SETPRIV, die_with_parent
 
 log = logging.getLogger("artoo.spawner")
@@ -443,12 +444,14 @@ class Spawner:
         if swept:
             log.warning("killed %d effector process(es) left by a dead spawner: %s",
                         len(swept), swept)
+        journal.sweep(self.settings)        # tool records of tasks that ended while we were down
         self.zygote.start()
         c = self.client
         c.on("SubTaskOffer", self.on_offer)
         c.on("SubTaskAssign", self.on_assign, ack=True,
              when=lambda env, msg: msg.spawner == c.node)
         c.on("TaskCancel", self.on_cancel)
+        c.on("FinalResult", lambda env, msg: journal.drop(self.settings, msg.task_id))
         c.add_timer(0.2, self.tick)
         c.heartbeat_info = self.info
         return self
@@ -584,6 +587,7 @@ class Spawner:
             for sid, (_, task) in list(self.claims.items()):
                 if task == msg.task_id:
                     del self.claims[sid]
+        journal.drop(self.settings, msg.task_id)
         log.info("task %s cancelled: its effectors were killed", msg.task_id)
 
     def tick(self) -> None:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
+from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import evidence as ev
 from services.safety.law1 import READ_ONLY, classify
@@ -157,11 +158,17 @@ class Verifier:
         self.started = False
 
     # -- around the subtask ---------------------------------------------------------------
-    def start(self) -> None:
-        """Snapshot and copy the workspace before the executor's first tool call."""
+    def start(self, journal: Optional[ToolJournal] = None) -> None:
+        """Snapshot and copy the workspace before the executor's first tool call. A re-run of the
+        subtask after a crash adopts the first run's snapshot and copy (kept in its journal), so
+        Law 0 still compares against the workspace before any of the subtask's effects."""
         if self.started:
             return
         self.started = True
+        if journal is not None and self._adopt(journal.before()):
+            journal.record_before(self._snapshot_record(), self.before_dir or "")
+            sweep_stale_copies()
+            return
         self.before = ev.snapshot(self.workspace)
         sweep_stale_copies()
         tmp = tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}-")
@@ -169,6 +176,33 @@ class Verifier:
             self.before_dir = tmp
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+        if journal is not None:
+            journal.record_before(self._snapshot_record(), self.before_dir or "")
+
+    def _snapshot_record(self) -> dict[str, list]:
+        return {path: [f.size, f.mtime_ns, f.digest] for path, f in self.before.items()}
+
+    def _adopt(self, rec: Optional[dict]) -> bool:
+        """Take over a killed predecessor's before-snapshot and before-copy (renamed to this
+        process, so the stale-copy sweep keeps it)."""
+        if not rec or not isinstance(rec.get("snapshot"), dict):
+            return False
+        try:
+            self.before = {p: ev.FileState(int(v[0]), int(v[1]), str(v[2]))
+                           for p, v in rec["snapshot"].items()}
+        except (TypeError, ValueError, IndexError):
+            self.before = {}
+            return False
+        old = rec.get("dir") or ""
+        if old and os.path.isdir(old):
+            new = tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}-")
+            try:
+                os.rmdir(new)
+                os.rename(old, new)
+                self.before_dir = new
+            except OSError:
+                self.before_dir = None
+        return True
 
     def close(self) -> None:
         if self.before_dir:
@@ -417,13 +451,33 @@ class Verifier:
         """Agreement with a check that used the executor's own method is one derivation, not
         two: the same small model repeats the same mistake (a word grepped anywhere in the line
         where the goal names a field). Such a result stays unverified."""
-        echo = next((r.target for r in records if r.tool == "shell" and
-                     ev.same_method(r.target, derived.command, self.names)), None)
-        if echo is None:
-            return
-        report.kind = "unverified"
-        report.unverified.append(f"{what} agrees only with a check that used the executor's own "
-                                 f"method (`{echo}`), not an independent one")
+        shell = [r.target for r in records if r.tool == "shell"]
+        echo = next((c for c in shell if ev.same_method(c, derived.command, self.names)), None)
+        if echo is not None:
+            report.kind = "unverified"
+            report.unverified.append(f"{what} agrees only with a check that used the executor's "
+                                     f"own method (`{echo}`), not an independent one")
+        quoted = [f for f in self._quoted_csvs() if f in derived.command]
+        if quoted and ev.naive_split(derived.command) and any(
+                ev.naive_split(c) and any(f in c for f in quoted) for c in shell):
+            report.kind = "unverified"
+            report.unverified.append(f"{what} and the check both split {quoted[0]} on every "
+                                     f"comma, but it has quoted fields that contain commas")
+
+    def _quoted_csvs(self) -> list[str]:
+        """The workspace's (before) text files whose quoted fields hold commas."""
+        root = self.before_dir or self.workspace
+        found = []
+        for path, state in self.before.items():
+            if state.size > (1 << 20):
+                continue
+            try:
+                with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
+                    if ev.quoted_commas(fh.read()):
+                        found.append(path)
+            except OSError:
+                continue
+        return found
 
 
 def _named_in(path: str, goal: str) -> bool:

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
 from protocol.bus import BusClient
@@ -37,7 +38,8 @@ def run_role(role: str, setup: Callable[[BusClient, Settings], Any],
     settings = settings or load_settings()
     instance, instances = instance_from_env()
     client = BusClient(role, instance=instance, instances=instances, settings=settings,
-                       version=__version__)
+                       version=__version__,
+                       outbox=Path(settings.home) / "state" / "outbox" / f"{role}-{instance}")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -320,6 +320,19 @@ def snapshot(root: str, *, max_files: int = 5000, hash_max_bytes: int = 1 << 20
     return out
 
 
+def digest(root: str, *, max_files: int = 5000) -> str:
+    """A cheap fingerprint of the workspace (paths, sizes, mtimes; no content read): it changes
+    when any file is written, created or removed."""
+    h = hashlib.sha256()
+    for path in _walk(root, max_files):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        h.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
 @dataclass
 class Changes:
     created: list[str] = field(default_factory=list)
@@ -409,11 +422,28 @@ def method(command: str, names: Iterable[str] = ()) -> frozenset:
         prog = os.path.basename(words[0])
         if prog == "cat":
             continue
+        words = _as_line_match(prog, words)
+        prog = words[0]
         rest = [w for w in words[1:] if w.lower().lstrip("./") not in skip]
         args = frozenset(w for w in rest if not w.startswith("-") and len(w) > 1)
         opts = frozenset(w for w in rest if w.startswith("-"))
         stages.append((prog, args, opts))
     return frozenset(stages)
+
+
+_AWK_MATCH = re.compile(r"^\s*/(.+)/\s*(\{\s*print(\s+\$0)?\s*;?\s*\})?\s*$")
+_SED_MATCH = re.compile(r"^\s*/(.+)/p\s*$")
+
+
+def _as_line_match(prog: str, words: list[str]) -> list[str]:
+    """`awk '/P/'` and `sed -n '/P/p'` select the lines that contain P anywhere, as `grep P`
+    does: one operation under three spellings, so they count as one method."""
+    rest = [w for w in words[1:] if not w.startswith("-")]
+    if prog == "awk" and rest and (m := _AWK_MATCH.match(rest[0])):
+        return ["grep", m.group(1)] + rest[1:]
+    if prog == "sed" and "-n" in words and rest and (m := _SED_MATCH.match(rest[0])):
+        return ["grep", m.group(1)] + rest[1:]
+    return [prog] + words[1:]
 
 
 def same_method(a: str, b: str, names: Iterable[str] = ()) -> bool:
@@ -461,6 +491,21 @@ def columns_hint(first_line: str) -> str:
             numbered = " ".join(f"${i}={f.strip()}" for i, f in enumerate(fields, 1))
             return f"\n(fields, {name}-separated: {numbered})"
     return ""
+
+
+_QUOTED_COMMA = re.compile(r'(^|,)"[^"\n]*,[^"\n]*"(,|$)', re.M)
+_NAIVE_SPLIT = re.compile(r"""-F\s*['"]?,|-d\s*['"]?,|\bFS\s*=\s*['"],|\bIFS=['"]?,|split\([^)]*['"],['"]""")
+
+
+def quoted_commas(text: str) -> bool:
+    """A comma-separated text with a quoted field that holds a comma: splitting its lines on
+    every comma (`awk -F,`, `cut -d,`) shifts the fields of those rows."""
+    return bool(_QUOTED_COMMA.search(text or ""))
+
+
+def naive_split(command: str) -> bool:
+    """The command splits lines on every comma (no CSV quoting rules)."""
+    return bool(_NAIVE_SPLIT.search(command or ""))
 
 
 def _no_final_newline(root: str, path: str, size: int) -> str:
@@ -516,6 +561,9 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
             continue
         block = f"\n--- first lines of {p}:\n" + "\n".join(h[:160] for h in head)
         block += columns_hint(head[0])
+        if quoted_commas(raw.decode("utf-8", "replace")):
+            block += ("\n(some fields are quoted and contain commas: awk -F, and cut -d, split "
+                      "them wrongly; read this file with python3's csv module)")
         if len(text) + len(block) > budget:
             continue
         text += block

@@ -1,0 +1,147 @@
+"""Durable tasks (issue 17): `kill -9` of every artoo process at once — supervisord, the bus, every
+role, the effector and its tool — at each phase of a task, then `artoo up`: the task continues
+from its checkpoint and ends with one FinalResult, its one side effect (a line appended to a file)
+is not done twice, and its lifecycle trail holds only legal transitions.
+
+Real daemon, scripted LLM. The task is held at the phase under test by an LLM reply (or a tool
+command) that does not return until the crash has happened; every wait is on an observed event.
+"""
+from __future__ import annotations
+
+import io
+import threading
+import time
+from types import SimpleNamespace
+
+import psutil
+import pytest
+
+from audit_support import wait_until
+from conftest import scripted_daemon
+from pipeline_harness import Recorder
+from protocol.bus import BusClient
+from replies_effector import all_met, result, shell
+from replies_pipeline import accept, perception, plan, subtask
+from scripted_llm import ScriptedLLM
+from services.runtime import daemon, lifecycle, tasklog
+
+DEADLINE_S = 150.0
+PHASES = ["perceiving", "planning", "tool_call", "executing", "validating", "review"]
+
+
+@pytest.fixture(scope="module")
+def durable():
+    from rich.console import Console
+    from services.cli.run import RunSession
+    holds: dict[str, dict] = {}          # run id -> {"phase", "held": Event, "release": Event}
+    lock = threading.Lock()
+
+    def rid_of(req) -> str:
+        for rid in reversed(list(holds)):  # the newest run: memory may recall older ones
+            if rid in req.user or rid == req.task:
+                return rid
+        return ""
+
+    def hold(req, phase: str) -> None:
+        """Block the reply of the phase under test, once, until the daemon has been killed."""
+        h = holds.get(rid_of(req))
+        if not h or h["phase"] != phase:
+            return
+        with lock:
+            first = not h["held"].is_set()
+            h["held"].set()
+        if first:
+            h["release"].wait(DEADLINE_S)
+
+    def executor(req):
+        rid = rid_of(req)
+        if "Tool calls so far" in req.user:
+            hold(req, "executing")
+            return result("done")
+        tail = " && sleep 60" if holds.get(rid, {}).get("phase") == "tool_call" else ""
+        return shell(f"printf 'A\\n' >> out-{rid}.txt{tail}")
+
+    def agentval(req):
+        hold(req, "validating")
+        return all_met("a line appended",
+                       evidence=f"printf appended the line A to out-{rid_of(req)}.txt")
+
+    def staged(role: str, reply_of):
+        def respond(req):
+            hold(req, {"perceiver": "perceiving", "planner": "planning",
+                       "metaval": "review"}[role])
+            return reply_of(rid_of(req))
+        return respond
+
+    with ScriptedLLM() as llm:
+        llm.on("perceiver", staged("perceiver", lambda rid: perception(f"append A {rid}")))
+        llm.on("planner", staged("planner", lambda rid: plan(subtask(
+            f"append a line A to out-{rid}.txt", ["a line appended"]))))
+        llm.on("executor", executor)
+        llm.on("agentval", agentval)
+        llm.on("verifier", lambda req: "FILE: none\nCOMMAND: none")
+        llm.on("metaval", staged("metaval", lambda rid: accept("appended",
+                                                               merged_output="appended")))
+        with scripted_daemon(llm, prefix="at-dur-", scale=1) as (settings, root):
+            session = RunSession(settings, Console(file=io.StringIO(), width=160),
+                                 interactive=False)
+            rec = Recorder()
+            watcher = BusClient("user", settings=settings, heartbeat=False)
+            watcher.on("*", rec)          # observe only; the session acks
+            watcher.start()
+            try:
+                yield SimpleNamespace(settings=settings, llm=llm, holds=holds, root=root,
+                                      session=session, rec=rec)
+            finally:
+                watcher.stop()
+                for h in holds.values():
+                    h["release"].set()
+                session.close()
+
+
+def kill_everything(settings) -> int:
+    """SIGKILL every process of the daemon at once (supervisord, bus, roles, effectors, tools)."""
+    procs = daemon.our_processes(settings)
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+    wait_until(lambda: not daemon.our_processes(settings), 20, "every daemon process gone")
+    return len(procs)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_kill_9_of_every_process_then_up_resumes_the_task(durable, phase):
+    env = durable
+    rid = f"run-dur-{phase[:4]}-{time.monotonic_ns() % 10**8}"
+    out = env.settings.workspace / f"out-{rid}.txt"
+    h = env.holds[rid] = {"phase": phase, "held": threading.Event(), "release": threading.Event()}
+    env.session.submit(f"append A {rid}", run_id=rid, deadline_s=DEADLINE_S)
+    if phase == "tool_call":
+        wait_until(lambda: out.exists() and out.read_text() == "A\n", 60, "the tool's write")
+    else:
+        assert h["held"].wait(60), f"the task never reached {phase}"
+    killed = kill_everything(env.settings)
+    assert killed >= 8
+    h["release"].set()                      # the held reply now goes to a dead connection
+    crashed = time.monotonic()
+    daemon.up(env.settings, timeout_s=120)
+    final = env.session.follow(rid, DEADLINE_S)
+    assert final is not None, f"{rid}: no FinalResult after the crash at {phase}"
+    events = list(tasklog.read(env.settings.tasks_dir, rid))
+    assert final.directive in ("accept", "success"), "\n".join([final.summary] + [str(e) for
+        e in events if e["kind"] in ("correction", "verdict", "tool_call", "law0")])
+    env.rec.wait_for(lambda: env.rec.envs("FinalResult", task=rid), 10, "the watcher's copy")
+    finals = {e.id for e in env.rec.envs("FinalResult", task=rid)}
+    assert len(finals) == 1, (finals, [(e.type, e.task) for e, _ in env.rec.items][-20:])
+    assert out.exists() and out.read_text() == "A\n", "\n".join(str(x) for x in [  # once
+        (e["kind"], e.get("tool_input") or e.get("error") or e.get("summary")) for e in events])
+    trail = lifecycle.derive(events)
+    assert trail.state == "completed" and not trail.refused, trail.as_dict()
+    if phase in ("tool_call", "executing"):
+        kinds = [e["kind"] for e in events]
+        expected = "tool_call_unknown" if phase == "tool_call" else "tool_call_reused"
+        assert expected in kinds, kinds
+    print(f"[durable] {phase}: crash -> FinalResult {time.monotonic() - crashed:.1f}s")
