@@ -162,6 +162,18 @@ class LlmUsage(Body):
     error: str = ""
 
 
+class TaskTransition(Body):
+    """One move of a task's lifecycle (services/runtime/lifecycle.py), published by the role whose
+    decision-log event caused it, so the audit log holds the trail; `refused` marks an illegal
+    move that was counted and not applied."""
+    task_id: str
+    from_state: str = ""
+    to_state: str
+    actor: str = ""
+    reason: str = ""
+    refused: bool = False
+
+
 # ----------------------------------------------------------------------------------------------
 # User ↔ Perceiver
 # ----------------------------------------------------------------------------------------------
@@ -527,6 +539,7 @@ MESSAGE_TYPES: dict[str, type[Body]] = {
     cls.__name__: cls
     for cls in (
         Hello, Ack, Heartbeat, TaskCancel, EffectorStarted, EffectorExited, LlmUsage,
+        TaskTransition,
         UserRequest, ClarificationRequest, ClarificationReply, ConversationalReply, TaskSpec,
         MemoryRecall, SubTask, DispatchManifest, SubTaskOffer, SubTaskClaim, SubTaskAssign,
         PlanningFailed, ExecutionResult, CorrectionSignal, ApprovalRequest, ApprovalDecision,

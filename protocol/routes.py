@@ -25,6 +25,8 @@ ROLE_NAMES = {
     "scheduler": "Scheduler (scheduled goals)",
 }
 LLM_ROLES = ("perceiver", "planner", "executor", "agentval", "metaval", "memory")
+# the roles whose decision-log events move a task's lifecycle
+TRANSITION_ROLES = ("perceiver", "planner", "executor", "metaval", "ggs", "scheduler")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ ROUTES: dict[str, Route] = {
     "Ack": _r(f"{ANY}->{ANY}", note="directed to the sender of the acknowledged message"),
     "Heartbeat": _r(f"{ANY}->{ANY}", note="every second from every process"),
     "LlmUsage": _r(*(f"{r}->{ANY}" for r in LLM_ROLES), note="per-call accounting (telemetry)"),
+    "TaskTransition": _r(*(f"{r}->{ANY}" for r in TRANSITION_ROLES),
+                         note="a task's lifecycle move (telemetry; the trail in the audit log)"),
     "TaskCancel": _r(f"user->{ANY}", "ggs->*", note="reaches every role and effector"),
     "EffectorStarted": _r(f"spawner->{ANY}"),
     "EffectorExited": _r("spawner->planner", work=True,

@@ -23,7 +23,7 @@ from protocol.bus import BusClient
 from replies_effector import all_met, result, shell
 from replies_pipeline import accept, perception, plan, subtask
 from scripted_llm import ScriptedLLM
-from services.runtime import daemon, lifecycle, tasklog
+from services.runtime import daemon, lifecycle, schedules, tasklog
 
 DEADLINE_S = 150.0
 PHASES = ["perceiving", "planning", "tool_call", "executing", "validating", "review"]
@@ -82,7 +82,8 @@ def durable():
         llm.on("verifier", lambda req: "FILE: none\nCOMMAND: none")
         llm.on("metaval", staged("metaval", lambda rid: accept("appended",
                                                                merged_output="appended")))
-        with scripted_daemon(llm, prefix="at-dur-", scale=1) as (settings, root):
+        with scripted_daemon(llm, prefix="at-dur-", scale=1,
+                             extra_env={"ARTOO_SCHEDULER_TICK_S": "0.2"}) as (settings, root):
             session = RunSession(settings, Console(file=io.StringIO(), width=160),
                                  interactive=False)
             rec = Recorder()
@@ -140,8 +141,37 @@ def test_kill_9_of_every_process_then_up_resumes_the_task(durable, phase):
         (e["kind"], e.get("tool_input") or e.get("error") or e.get("summary")) for e in events])
     trail = lifecycle.derive(events)
     assert trail.state == "completed" and not trail.refused, trail.as_dict()
+    moves = env.rec.wait_for(lambda: (lambda ms: ms if any(m.to_state == "completed" for m in ms)
+                                      else None)(env.rec.of("TaskTransition", task=rid)),
+                             10, "the lifecycle moves on the bus")
+    assert sorted(m.to_state for m in moves) == sorted(t["to"] for t in trail.entries), moves
+    assert not any(m.refused for m in moves)
     if phase in ("tool_call", "executing"):
         kinds = [e["kind"] for e in events]
         expected = "tool_call_unknown" if phase == "tool_call" else "tool_call_reused"
         assert expected in kinds, kinds
     print(f"[durable] {phase}: crash -> FinalResult {time.monotonic() - crashed:.1f}s")
+
+
+def test_a_schedule_keeps_firing_across_a_crash_of_everything(durable):
+    """A schedule added while the daemon runs fires, the whole daemon is killed, and after `up`
+    the next slot fires again (a run the crash interrupted ends too: no open run is left)."""
+    env = durable
+    store = schedules.ScheduleStore(env.settings.schedules_file)
+    sched = schedules.new_schedule("append A on schedule", every="3s", now=time.time(), yes=True)
+    with store.edit() as data:
+        data["schedules"].append(sched)
+
+    def fired_after(t: float):
+        s = schedules.find(store.read(), sched["id"])
+        return [h for h in s["history"] if h["event"] == "fired" and h["ts"] > t]
+    wait_until(lambda: fired_after(0), 30, "the first scheduled run")
+    kill_everything(env.settings)
+    daemon.up(env.settings, timeout_s=120)
+    up_at = time.time()
+    wait_until(lambda: fired_after(up_at), 30, "a scheduled run after the restart")
+    with store.edit() as data:
+        schedules.find(data, sched["id"])["paused"] = True
+    wait_until(lambda: not store.read()["open_runs"], 120, "every scheduled run to end")
+    with store.edit() as data:
+        data["schedules"] = [s for s in data["schedules"] if s["id"] != sched["id"]]

@@ -37,6 +37,7 @@ from .agentval import AgentValidator, Judgement
 from .executor import Executor
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.journal import ToolJournal
+from services.runtime.role import transition_publisher
 from services.safety.tools import Toolbox
 from .verifier import Verifier
 
@@ -242,6 +243,7 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     validator = AgentValidator(subtask, llms["agentval"], settings, verifier=verifier)
     effector = Effector(subtask, settings, client, executor, validator, deadline_at=deadline_at,
                         exit_on_deadline=exit_on_deadline)
+    tasklog.set_after_append(transition_publisher(client))    # a Law 1 approval blocks the task
     effector.register()
     client.on("ApprovalDecision", gate.on_decision, ack=True, task=task_id, when=gate.expects)
     client.start()

@@ -127,6 +127,24 @@ def derive(events: Iterable[dict]) -> Trail:
     return trail
 
 
+# the decision-log events derive() turns into moves
+KINDS = frozenset({"schedule_fired", "clarification", "clarification_reply", "task_begin", "plan",
+                   "approval", "merge_verdict", "replan", "plan_directive", "task_end"})
+
+
+def caused_by(events: list[dict], event: dict) -> list[tuple[dict, bool]]:
+    """The moves (applied, or refused: True) that `event` adds to the trail of `events` (the
+    run's log, `event` included): what the role that wrote `event` publishes."""
+    ts = float(event.get("ts") or 0.0)
+    trail = derive(events)
+    applied = [m for m in trail.entries if m["ts"] == ts]
+    first = trail.entries[0] if trail.entries else None
+    if applied and first is not None and first not in applied and \
+            trail.entries[1] is applied[0]:    # the task's creation rides on its first move
+        applied.insert(0, first)
+    return [(m, False) for m in applied] + [(m, True) for m in trail.refused if m["ts"] == ts]
+
+
 def _end(trail: Trail, e: dict, go) -> None:
     status, reason = e.get("status"), str(e.get("reason") or "")
     if status in ("accepted", "success", "conversational"):

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from protocol.bus import BusClient
+from protocol.messages import TaskTransition
+from protocol.routes import TRANSITION_ROLES
 from protocol.settings import Settings, load_settings
 
-from . import __version__
+from . import __version__, lifecycle, tasklog
 
 
 def configure_logging(role: str) -> None:
@@ -28,6 +30,23 @@ def configure_logging(role: str) -> None:
 
 def instance_from_env() -> tuple[int, int]:
     return int(os.environ.get("ARTOO_INSTANCE", "0")), int(os.environ.get("ARTOO_INSTANCES", "1"))
+
+
+def transition_publisher(client: BusClient, as_role: str | None = None):
+    """The tasklog hook that publishes each lifecycle move this process's events cause (one
+    read of the run's log per lifecycle event, a handful per task)."""
+    if (as_role or client.role) not in TRANSITION_ROLES:
+        return None
+
+    def publish(tasks_dir: Path, run_id: str, event: dict) -> None:
+        if event.get("kind") not in lifecycle.KINDS:
+            return
+        for move, refused in lifecycle.caused_by(list(tasklog.read(tasks_dir, run_id)), event):
+            client.publish(TaskTransition(task_id=run_id, from_state=move["from"] or "",
+                                          to_state=move["to"], actor=move["actor"],
+                                          reason=move["reason"][:300], refused=refused),
+                           as_role=as_role)
+    return publish
 
 
 def run_role(role: str, setup: Callable[[BusClient, Settings], Any],
@@ -43,6 +62,7 @@ def run_role(role: str, setup: Callable[[BusClient, Settings], Any],
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    tasklog.set_after_append(transition_publisher(client))
     resource = setup(client, settings)
     try:
         client.start()

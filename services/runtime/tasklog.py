@@ -16,7 +16,7 @@ import secrets
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -28,6 +28,16 @@ def new_run_id() -> str:
 
 def log_path(tasks_dir: Path, run_id: str) -> Path:
     return Path(tasks_dir) / f"{_SAFE.sub('_', run_id)[:120]}.jsonl"
+
+
+# Called after each append with (tasks_dir, run_id, event): a role process sets it to publish
+# the lifecycle moves its events cause (services/runtime/lifecycle.py: publisher).
+_after_append: Callable[[Path, str, dict], None] | None = None
+
+
+def set_after_append(fn: Callable[[Path, str, dict], None] | None) -> None:
+    global _after_append
+    _after_append = fn
 
 
 def append(tasks_dir: Path, run_id: str, kind: str, **fields: Any) -> None:
@@ -46,7 +56,13 @@ def append(tasks_dir: Path, run_id: str, kind: str, **fields: Any) -> None:
         finally:
             os.close(fd)
     except OSError:
-        pass
+        return
+    hook = _after_append
+    if hook is not None:
+        try:
+            hook(Path(tasks_dir), run_id, event)
+        except Exception:   # telemetry: never take the role down
+            pass
 
 
 def read(tasks_dir: Path, run_id: str) -> Iterator[dict]:
