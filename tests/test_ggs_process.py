@@ -91,8 +91,9 @@ class Harness:
         return found[n - 1]
 
     def types_for(self, task: str) -> list[str]:
+        """The work GGS sent for a task (its TaskTransition telemetry left out)."""
         with self.cond:
-            return [e.type for e, _ in self.seen if e.task == task]
+            return [e.type for e, _ in self.seen if e.task == task and e.type != "TaskTransition"]
 
     # -- sending -----------------------------------------------------------------------------
     def send_acked(self, client, msg, consumers=("ggs",)):
