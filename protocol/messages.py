@@ -184,6 +184,7 @@ class RunOptions(Body):
     deadline_s: Optional[float] = None
     workspace: str = ""                   # this run's workspace (absolute); "" = the daemon's
     network: bool = False                 # tool commands may use the network (`--network`)
+    max_llm_calls: Optional[int] = None  # no replan after this many LLM calls (None = the setting)
 
 
 class UserRequest(Body):

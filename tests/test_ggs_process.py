@@ -13,8 +13,9 @@ import pytest
 from conftest import start_process, stop_process
 
 from protocol.envelope import owner
-from protocol.messages import (CriterionVerdict, OutcomeSummary, PlanningFailed, ReplanRequest,
-                               SubTaskOutcome, TaskCancel, TaskSpec, ToolCallRecord)
+from protocol.messages import (CriterionVerdict, LlmUsage, OutcomeSummary, PlanningFailed,
+                               ReplanRequest, RunOptions, SubTaskOutcome, TaskCancel, TaskSpec,
+                               ToolCallRecord)
 from services.runtime import tasklog
 
 WAIT = 20.0
@@ -411,3 +412,33 @@ def test_partitioned_instances_each_task_handled_once(harness):
         h.next_of("PlanDirective", barrier, 1)
     assert all(len(h.of("PlanDirective", t)) == 1 for t in tasks)
     assert {p.pid for p in procs} == {p.pid for p in h.procs}
+
+
+def test_a_spent_llm_call_budget_ends_the_task_instead_of_a_replan(harness):
+    h = harness
+    h.start_ggs()
+    within, spent = new_task("within"), new_task("spent")
+    for task in (within, spent):
+        now = time.time()
+        h.send_acked(h.perceiver, TaskSpec(task_id=task, intent_slug="count-files",
+                                           intent="count files", raw_input="count the files",
+                                           created_at=now, deadline_at=now + 120,
+                                           options=RunOptions(max_llm_calls=3)))
+    # LlmUsage is telemetry; sent by the same client as the ReplanRequest it precedes, so the
+    # proxy delivers it first
+    for _ in range(2):
+        h.metaval.publish(LlmUsage(task_id=within, role="executor", tier="EXECUTOR"))
+    for _ in range(3):
+        h.metaval.publish(LlmUsage(task_id=spent, role="executor", tier="EXECUTOR"))
+    for task in (within, spent):
+        h.replan(task, [env_failure(task, "count", "ls data")])
+    assert h.next_of("PlanDirective", within, 1).directive in ("change_path", "refine",
+                                                                "change_approach",
+                                                                "break_symmetry")
+    final = h.next_of("FinalResult", spent, 1)
+    assert final.directive == "abandon" and final.status == "abandoned"
+    assert "LLM call budget is spent (3 of 3 calls" in final.summary
+    assert h.of("PlanDirective", spent) == []
+    decisions = [e for e in tasklog.read(h.settings.tasks_dir, spent)
+                 if e.get("kind") == "ggs_decision"]
+    assert decisions[-1]["reason"] == "llm_budget"

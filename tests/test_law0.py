@@ -271,3 +271,17 @@ def test_both_splitting_a_quoted_csv_on_commas_is_not_verified(settings, ws):
     j = av.judge(result([naive], "5"))
     assert j.kind == "matched" and not j.outcome.verified
     assert any("quoted fields" in u for u in j.outcome.unverified)
+
+
+def test_a_folder_named_as_the_output_file_is_not_a_missing_file(settings, ws):
+    # the checker answered FILE: <the folder the goal counts in>; a folder is never the file to
+    # write, so the question is checked as a question instead of failing as "does not exist"
+    (ws / "logs").mkdir()
+    for name in ("a.log", "b.log", "c.txt"):
+        (ws / "logs" / name).write_text("x\n")
+    count = "find logs -type f -name '*.log' | wc -l"
+    av = validator(settings, "How many .log files are in logs?",
+                   {"output_file": "logs", "command": "ls logs | grep -c '[.]log$'"})
+    j = av.judge(result([run(settings, count)], "2"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome.failure_reason
+    assert "does not exist" not in (j.outcome.failure_reason or "")

@@ -68,6 +68,7 @@ class RunSession:
         self.yes = yes
         self.workspace = ""              # this session's runs' workspace ("" = the daemon's)
         self.network = False             # tool commands may use the network (--network)
+        self.max_llm_calls: int | None = None  # no replan after this many calls (--max-llm-calls)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.quiet = quiet
         self.queues: dict[str, queue.Queue] = {}    # run id -> its events, for follow()
@@ -153,7 +154,8 @@ class RunSession:
         self.queues[run_id] = queue.Queue()
         self.seen[run_id] = []
         options = RunOptions(yes=self.yes, interactive=self.interactive, deadline_s=deadline_s,
-                             workspace=self.workspace, network=self.network)
+                             workspace=self.workspace, network=self.network,
+                             max_llm_calls=self.max_llm_calls)
         self.client.send(UserRequest(task_id=run_id, text=text, options=options,
                                      history=list(history or [])[-5:]))
         return run_id
@@ -374,9 +376,13 @@ def _use_workspace(session: "RunSession", workspace: str | None, err: Console) -
 @click.option("--deadline", type=float, default=None, help="task deadline in seconds")
 @click.option("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
 @click.option("--network", is_flag=True, help=NETWORK_HELP)
+@click.option("--max-llm-calls", type=click.IntRange(min=0), default=None, metavar="N",
+              help="no replanning once the task has made N LLM calls (0 = no budget; default "
+                   "ARTOO_TASK_LLM_CALLS)")
 @click.option("--run-id", default=None, hidden=True, help="use this run id (automation)")
 def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
-        workspace: str | None, network: bool, run_id: str | None) -> None:
+        workspace: str | None, network: bool, max_llm_calls: int | None,
+        run_id: str | None) -> None:
     """Run GOAL end to end and show the pipeline live."""
     text = " ".join(goal).strip()
     err = Console(stderr=True, soft_wrap=True)
@@ -392,6 +398,7 @@ def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
         _fail(err, str(exc), 2)
     _use_workspace(session, workspace, err)
     session.network = network
+    session.max_llm_calls = max_llm_calls
     try:
         rid = session.submit(text, run_id=run_id, deadline_s=deadline)
         if not as_json:

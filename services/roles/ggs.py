@@ -32,8 +32,8 @@ import click
 from pydantic import BaseModel, Field
 
 from protocol.bus import BusClient
-from protocol.messages import (MESSAGE_TYPES, FinalResult, LossBreakdown, MemoryWrite, Megram,
-                               OutcomeSummary, PlanDirective, PlanningFailed, ReplanRequest,
+from protocol.messages import (MESSAGE_TYPES, FinalResult, LlmUsage, LossBreakdown, MemoryWrite,
+                               Megram, OutcomeSummary, PlanDirective, PlanningFailed, ReplanRequest,
                                SubTaskOutcome, TaskCancel, TaskSpec)
 from protocol.settings import Settings, load_settings
 
@@ -67,6 +67,8 @@ class TaskState(BaseModel):
     last_gap: str = ""
     handled: list[str] = Field(default_factory=list)
     outbox: list[dict] = Field(default_factory=list)             # {"key","type","body"} unacked
+    llm_calls: int = 0                   # LlmUsage seen for this task since its TaskSpec
+    llm_budget: int = 0                  # no replan once llm_calls reaches it (0 = no budget)
 
 
 class Tombstone(BaseModel):
@@ -104,6 +106,7 @@ class Solver:
         c.on("ReplanRequest", self.on_replan, ack=True, partition=True)
         c.on("OutcomeSummary", self.on_summary, ack=True, partition=True)
         c.on("PlanningFailed", self.on_planning_failed, ack=True, partition=True)
+        c.on("LlmUsage", self.on_usage, partition=True)
         c.on("TaskCancel", self.on_cancel, partition=True,
              when=lambda env, _msg: env.sender != ROLE)
         c.add_timer(self.settings.ggs_watchdog_interval_s, self.tick)
@@ -235,6 +238,8 @@ class Solver:
         st.intent, st.intent_slug = msg.intent or st.intent, msg.intent_slug or st.intent_slug
         st.created_at = msg.created_at or st.first_seen
         st.deadline_at = msg.deadline_at or (st.created_at + self.settings.task_deadline_s)
+        budget = msg.options.max_llm_calls
+        st.llm_budget = max(0, self.settings.task_llm_calls if budget is None else budget)
         self.persist(st)
         self.log(msg.task_id, "ggs_armed", deadline_at=st.deadline_at, intent_slug=st.intent_slug)
 
@@ -248,9 +253,23 @@ class Solver:
             return None
         self.record_outcomes(st, msg.outcomes)
         elapsed = self.elapsed_ms(st, msg.elapsed_ms)
-        res = loss.step(st.trajectory, msg, self.params, elapsed_ms=elapsed)
+        res = loss.step(st.trajectory, msg, self.params, elapsed_ms=elapsed,
+                        calls_spent=self.calls_spent(st))
         self.apply(st, res, msg, elapsed)
         return st, res
+
+    def on_usage(self, env, msg: LlmUsage) -> None:
+        """Count the task's LLM calls (kept in memory; persisted with the task's next change)."""
+        st = self.tasks.get(msg.task_id)
+        if st is not None:
+            st.llm_calls += 1
+
+    @staticmethod
+    def calls_spent(st: TaskState) -> str:
+        """A cost cap, like an agent SDK's max_turns: "used of budget" once the task's calls
+        reached it (no further round: it would re-run the executor and every check)."""
+        spent = bool(st.llm_budget) and st.llm_calls >= st.llm_budget
+        return f"{st.llm_calls} of {st.llm_budget}" if spent else ""
 
     def on_replan(self, env, msg: ReplanRequest) -> None:
         scored = self.score_round(env, msg)
@@ -455,6 +474,8 @@ class Solver:
             "metaval_abandon": "the meta-validator's replan budget is spent",
             "replan_budget": f"the replan budget is spent ({res.replans} of "
                              f"{p.max_replans} replan requests)",
+            "llm_budget": f"the LLM call budget is spent ({self.calls_spent(st)} calls; "
+                          f"raise it with --max-llm-calls or ARTOO_TASK_LLM_CALLS)",
         }.get(res.reason, res.reason)
         text = f"Task abandoned: {why}. {self.progress(st)}"
         if gap:

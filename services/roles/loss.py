@@ -275,11 +275,12 @@ class Decision:
 
 def decide(D: float, P: float, omega: float, grad: float, p: GgsParams, *,
            worsening: int = 0, recommendation: str = "replan", task_rejected: bool = False,
-           replans: int = 0) -> Decision:
+           replans: int = 0, calls_spent: str = "") -> Decision:
     """The full decision: the cascade, then R4b's veto, the Law 2 kill switch, R4b's abandon
-    recommendation and the replan budget (the medium loop ends after `max_replans` replan
-    requests, seeds/000 §6). `worsening` is the streak before this round; `replans` counts
-    this round's request."""
+    recommendation, the replan budget (the medium loop ends after `max_replans` replan
+    requests, seeds/000 §6) and the task's LLM call budget (`calls_spent`: "used of budget" once
+    it is reached). `worsening` is the streak before this round; `replans` counts this round's
+    request."""
     cell = macro_state(D, P, omega, grad, p)
     streak = worsening + 1 if is_worsening(grad, p) else 0
     directive, reason = cell, {"abandon": "budget", "success": "converged"}.get(cell, "grid")
@@ -312,6 +313,9 @@ def decide(D: float, P: float, omega: float, grad: float, p: GgsParams, *,
             directive, reason = "abandon", "replan_budget"
             text = (f"The replan budget is spent ({replans} of {p.max_replans} replan "
                     f"requests). " + text)
+        elif calls_spent:
+            directive, reason = "abandon", "llm_budget"
+            text = f"The LLM call budget is spent ({calls_spent} calls). " + text
     return Decision(directive, cell, reason, streak, urgency(grad, p), text.strip())
 
 
@@ -513,7 +517,7 @@ Round = Union[ReplanRequest, OutcomeSummary]
 
 
 def step(traj: Trajectory, msg: Round, p: GgsParams, *, elapsed_ms: float | None = None,
-         D: float | None = None, P: float | None = None) -> RoundResult:
+         D: float | None = None, P: float | None = None, calls_spent: str = "") -> RoundResult:
     """Evaluate one round (a ReplanRequest, or R4b's OutcomeSummary = accept) against the task's
     trajectory; returns the metrics, the decision and the next trajectory. `D`/`P` override the
     computed values (offline what-if analysis in `artoo ggs explain`)."""
@@ -539,7 +543,7 @@ def step(traj: Trajectory, msg: Round, p: GgsParams, *, elapsed_ms: float | None
         rejected = any(v.verdict == "fail" for v in verdicts)
         decision = decide(D, P, omega, grad, p, worsening=traj.worsening,
                           recommendation=msg.recommendation, task_rejected=rejected,
-                          replans=replans)
+                          replans=replans, calls_spent=calls_spent)
     directive = decision.directive
     targets = accumulate(traj.blocked_targets, failed_targets(outcomes))
     tools = blocked_tools(outcomes) if directive in LOGICAL_DIRECTIVES else []

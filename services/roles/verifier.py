@@ -242,6 +242,9 @@ class Verifier:
         check.output_file = _clean_path(reply.output_file)
         if check.output_file and not _named_in(check.output_file, self.goal):
             check.output_file = ""     # a file the goal does not name is the checker's invention
+        if check.output_file and any(os.path.isdir(os.path.join(d, check.output_file))
+                                     for d in (self.before_dir, self.workspace) if d):
+            check.output_file = ""     # a folder the goal reads from is not a file to write
         check.command = _strip_redirect(reply.command.strip(), check.output_file)
         if not check.command:
             check.why_unavailable = "no independent check (the checker proposed no command)"
@@ -521,6 +524,8 @@ def sweep_stale_copies() -> None:
 
 def _clean_path(raw: str) -> str:
     path = (raw or "").strip().strip("'\"`")
+    if path.endswith("/"):
+        return ""                      # a folder, never the file a goal asks for
     while path.startswith("./"):
         path = path[2:]
     if not path or path in (".", "none", "null", "-") or path.startswith(("/", "~")) or \
