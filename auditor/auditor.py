@@ -16,6 +16,8 @@ a unix socket in the run dir (mode 0600), which the bus never sees. Findings:
   tap's capture losses, and gaps in the auditor's own view;
 * missing roles — expected (supervisord.conf) instances silent for `missing_after_s`, and episodes
   of silence that ended within the window.
+* missing hosts — a worker host (heartbeats naming another host) whose every process has been
+  silent for `missing_after_s`: its link is down or it died; episodes that ended are kept too.
 
 `AuditState` is the pure logic (no sockets, no clock of its own); `AuditorService` wires it to the
 bus, the timers, the operator socket and the report files.
@@ -120,6 +122,7 @@ class _Window:
     violations: list = field(default_factory=list)
     convergence: list = field(default_factory=list)
     episodes: list = field(default_factory=list)         # missing-role episodes that ended
+    host_episodes: list = field(default_factory=list)    # missing-host episodes that ended
     gaps: dict = field(default_factory=dict)             # (kind, receiver, sender) -> entry
     metrics: dict = field(default_factory=dict)          # (role, metric) -> _Metric
     trends: Counter = field(default_factory=Counter)
@@ -144,6 +147,9 @@ class AuditState:
         self.tasks: OrderedDict[str, _TaskTrack] = OrderedDict()
         self.beats: dict[tuple[str, int], tuple[float, str]] = {}    # (role, inst) -> (t, node)
         self.missing: dict[tuple[str, int], dict] = {}
+        self.host = settings.host
+        self.hosts: dict[str, dict] = {}      # worker host -> {"last", "roles", "nodes"}
+        self.missing_hosts: dict[str, dict] = {}
         self.counters: dict[tuple[str, str, str], int] = {}          # last cumulative values
         self.seqs: OrderedDict[tuple[str, bytes], int] = OrderedDict()
         self.total_messages = 0
@@ -272,6 +278,33 @@ class AuditState:
         self.tasks.pop(msg.task_id, None)
 
     def _on_Heartbeat(self, env, hb, now) -> None:
+        if hb.host and hb.host != self.host:
+            self._remote_beat(hb, now)
+        else:
+            self._local_beat(hb, now)
+        # cumulative counters in the heartbeat: count only growth since we last looked
+        fresh = hb.started_at >= self.started_at
+        for sender, total in hb.gaps.items():
+            self._counter("seq_gap", hb.node, sender, total, fresh, now)
+        self._counter("work_lost", hb.node, "", hb.lost, fresh, now)
+        rejected = sum(hb.rejected.values())
+        self._counter("rejected", hb.node, "", rejected, fresh, now)
+        lost = hb.info.get("capture_lost") if hb.role == "tap" else None
+        if isinstance(lost, int):
+            self._counter("capture_lost", hb.node, "", lost, fresh, now)
+
+    def _remote_beat(self, hb, now: float) -> None:
+        """A worker host's process: the host is what is expected, learnt from its first beat."""
+        h = self.hosts.setdefault(hb.host, {"last": now, "roles": set(), "first_seen": now})
+        h["last"] = now
+        h["roles"].add(f"{hb.role}[{hb.instance}]")
+        episode = self.missing_hosts.pop(hb.host, None)
+        if episode is not None:
+            episode.update(state="recovered", back_at=now,
+                           silent_s=round(now - episode["last_seen"], 3))
+            self._finding(self.window.host_episodes, "missing_hosts", episode)
+
+    def _local_beat(self, hb, now: float) -> None:
         key = (hb.role, hb.instance)
         prev = self.beats.get(key)
         if prev is not None and prev[1] != hb.node:
@@ -283,16 +316,6 @@ class AuditState:
                            silent_s=round(now - (episode["last_seen"] or self.started_at), 3),
                            restarted=episode["node"] != hb.node, new_node=hb.node)
             self._finding(self.window.episodes, "missing_roles", episode)
-        # cumulative counters in the heartbeat: count only growth since we last looked
-        fresh = hb.started_at >= self.started_at
-        for sender, total in hb.gaps.items():
-            self._counter("seq_gap", hb.node, sender, total, fresh, now)
-        self._counter("work_lost", hb.node, "", hb.lost, fresh, now)
-        rejected = sum(hb.rejected.values())
-        self._counter("rejected", hb.node, "", rejected, fresh, now)
-        lost = hb.info.get("capture_lost") if hb.role == "tap" else None
-        if isinstance(lost, int):
-            self._counter("capture_lost", hb.node, "", lost, fresh, now)
 
     # -- helpers --------------------------------------------------------------------------------
     def _counter(self, kind: str, receiver: str, sender: str, total: int, fresh: bool,
@@ -347,6 +370,11 @@ class AuditState:
                 self.missing[key] = {"role": key[0], "instance": key[1], "state": "missing",
                                      "last_seen": last, "detected_at": now,
                                      "node": seen[1] if seen else None}
+        for host, h in self.hosts.items():
+            if host not in self.missing_hosts and now - h["last"] > limit:
+                self.missing_hosts[host] = {"host": host, "state": "missing",
+                                            "last_seen": h["last"], "detected_at": now,
+                                            "roles": sorted(h["roles"])}
         for task_id in [t for t, tr in self.tasks.items()
                         if now - tr.touched > max(3600.0, self.s.task_deadline_s * 2)]:
             del self.tasks[task_id]
@@ -395,6 +423,8 @@ class AuditState:
             boundary_violations=list(w.violations), convergence_failures=list(w.convergence),
             drift_alerts=alerts, bus_gaps=sorted(w.gaps.values(), key=lambda g: g["first_at"]),
             missing_roles=missing, role_stats=role_stats, gap_trends=dict(w.trends),
+            missing_hosts=[dict(e) for e in self.missing_hosts.values()] +
+            [dict(e) for e in w.host_episodes],
             corrections=w.corrections, final_results=dict(w.finals), omitted=dict(w.omitted),
             auditor={"node": self.node, "pid": os.getpid(), "started_at": self.started_at,
                      "messages_total": self.total_messages, "errors": self.errors,

@@ -110,6 +110,7 @@ class Heartbeat(Body):
     role: str
     instance: int = 0
     node: str
+    host: str = ""                                           # ARTOO_HOST_NAME or the hostname
     pid: int
     state: str = "running"
     in_flight: int = 0
@@ -524,6 +525,7 @@ class AuditReport(Body):
     drift_alerts: list[dict[str, Any]] = Field(default_factory=list)
     bus_gaps: list[dict[str, Any]] = Field(default_factory=list)
     missing_roles: list[dict[str, Any]] = Field(default_factory=list)
+    missing_hosts: list[dict[str, Any]] = Field(default_factory=list)   # worker hosts gone silent
     role_stats: dict[str, Any] = Field(default_factory=dict)
     gap_trends: dict[str, int] = Field(default_factory=dict)      # improving/stable/worsening rounds
     corrections: int = 0                                          # ReplanRequest correction counts

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -62,6 +63,11 @@ class Settings:
     capture_endpoint: str = ""           # ARTOO_BUS_CAPTURE (PUSH from the proxy to the tap)
     control_endpoint: str = ""           # ARTOO_BUS_CONTROL (steerable proxy: STATISTICS etc.)
     curve_dir_override: str = ""         # ARTOO_CURVE_DIR: CURVE keys for tcp:// endpoints
+    bus_listen: str = ""                 # ARTOO_BUS_LISTEN HOST:PORT: also serve the bus on tcp
+                                         # (xsub PORT, xpub PORT+1, CURVE) for worker hosts
+    bus_join: str = ""                   # ARTOO_BUS_JOIN HOST:PORT: this is a worker host of that bus
+    host_roles: str = ""                 # ARTOO_ROLES: the programs this host runs ("" = all)
+    host_name: str = ""                  # ARTOO_HOST_NAME: this host in heartbeats (default hostname)
     bus_capture: bool = True             # ARTOO_CAPTURE: feed every message to the tap
     bus_sign: bool = True                # ARTOO_BUS_SIGN: HMAC every envelope (protocol/signing.py)
     bus_key_file_override: str = ""      # ARTOO_BUS_KEY_FILE: the HMAC key (default home/bus.key)
@@ -214,9 +220,17 @@ class Settings:
         return self.home / "memory.lmdb"
 
     def endpoint(self, name: str) -> str:
-        """The bus endpoint `name` (xsub, xpub, capture, control), ipc under run_dir by default."""
+        """The bus endpoint `name` (xsub, xpub, capture, control), ipc under run_dir by default;
+        a worker host (`bus_join`) reaches the main host's xsub/xpub over tcp."""
         configured = getattr(self, f"{name}_endpoint")
+        if not configured and self.bus_join and name in TCP_PORT_OFFSETS:
+            configured = tcp_endpoint(self.bus_join, name)
         return configured or f"ipc://{self.run_dir}/{name}.sock"
+
+    @property
+    def host(self) -> str:
+        """This host's name in heartbeats and status (two hosts of one bus need two names)."""
+        return self.host_name or socket.gethostname()
 
     def ensure_dirs(self) -> None:
         for path in (self.home, self.logs_dir, self.tasks_dir, self.audit_dir, self.workspace):
@@ -229,6 +243,25 @@ class Settings:
                 for f in fields(self)}
 
 
+TCP_PORT_OFFSETS = {"xsub": 0, "xpub": 1}   # a listening main host: xsub at PORT, xpub at PORT+1
+
+
+def parse_hostport(value: str) -> tuple[str, int]:
+    """`HOST:PORT` (IPv4, a name, or [IPv6]) → (host, port); ValueError with a clear message."""
+    host, sep, port = (value or "").strip().rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65535:
+        raise ValueError(f"{value!r} is not HOST:PORT (PORT and PORT+1 are used)")
+    return host, int(port)
+
+
+def tcp_endpoint(hostport: str, name: str) -> str:
+    host, port = parse_hostport(hostport)
+    if ":" in host:
+        host = f"[{host}]"
+    return f"tcp://{host}:{port + TCP_PORT_OFFSETS[name]}"
+
+
 # Environment variable for each field: ARTOO_<FIELD> unless listed here.
 _ENV_NAMES = {
     "home": "ARTOO_HOME",
@@ -239,6 +272,7 @@ _ENV_NAMES = {
     "capture_endpoint": "ARTOO_BUS_CAPTURE",
     "control_endpoint": "ARTOO_BUS_CONTROL",
     "curve_dir_override": "ARTOO_CURVE_DIR",
+    "host_roles": "ARTOO_ROLES",
     "local_model_path": "ARTOO_LOCAL_MODEL",
     "bus_capture": "ARTOO_CAPTURE",
     "bus_key_file_override": "ARTOO_BUS_KEY_FILE",
@@ -285,4 +319,35 @@ def load_settings(**overrides) -> Settings:
     values.update(overrides)
     for key in ("home", "workspace"):
         values[key] = Path(values[key]).expanduser().resolve()
+    for key, value in read_host_file(values["home"]).items():
+        if key in HOST_FIELDS and not os.environ.get(env_name(key)) and key not in overrides:
+            values[key] = value
     return Settings(**values)
+
+
+HOST_FIELDS = ("bus_listen", "bus_join", "host_roles", "host_name")
+HOST_FILE = "host.json"
+
+
+def read_host_file(home: Path) -> dict:
+    """This data dir's host role (`artoo up --listen/--join/--roles/--host-name` saves it there),
+    so every later command of the host (`run`, `status`, `down`) talks to the same bus."""
+    import json
+    try:
+        data = json.loads((Path(home) / HOST_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: str(v) for k, v in data.items() if k in HOST_FIELDS} if isinstance(data, dict) \
+        else {}
+
+
+def write_host_file(settings: Settings) -> None:
+    import json
+    body = {k: getattr(settings, k) for k in HOST_FIELDS if getattr(settings, k)}
+    path = settings.home / HOST_FILE
+    if not body:
+        path.unlink(missing_ok=True)
+        return
+    tmp = path.with_name(f".{HOST_FILE}.tmp")
+    tmp.write_text(json.dumps(body, indent=1))
+    os.replace(tmp, path)

@@ -131,3 +131,19 @@ def signer_for(settings: "Settings") -> Signer | None:
     if not settings.bus_sign:
         return None
     return Signer(ensure_key(settings))
+
+
+def install_key(settings: "Settings", key: bytes) -> None:
+    """Use `key` (a main host's, from its invitation) as this host's bus key: a worker host must
+    sign with the key every other process of the bus checks."""
+    if len(key) != KEY_BYTES:
+        raise BusKeyError(f"an invited bus key has {len(key)} bytes, expected {KEY_BYTES}")
+    path = key_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".bus.key.", dir=path.parent)  # mode 0600
+    try:
+        os.write(fd, key)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

@@ -69,13 +69,42 @@ class Request:
         return "\n".join(str(m.get("content", "")) for m in self.messages)
 
 
+def in_netns(name: str, make: Callable[[], Any]) -> Any:
+    """Run `make` on a thread moved into network namespace `name`: a socket it creates is bound
+    there and keeps working when served from any thread (setns moves only the calling thread)."""
+    import ctypes
+    import os
+    out: dict[str, Any] = {}
+
+    def run():
+        try:
+            fd = os.open(f"/var/run/netns/{name}", os.O_RDONLY)
+            try:
+                if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+                    raise OSError(ctypes.get_errno(), f"setns into {name} failed")
+            finally:
+                os.close(fd)
+            out["value"] = make()
+        except BaseException as exc:  # re-raised on the caller's thread
+            out["error"] = exc
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 Responder = Callable[[Request], Any]
 # The Law 0 checker's reply when a test scripts none: no command, so results stay unverified.
 DECLINE_CHECK = "FILE: none\nCOMMAND:"
 
 
 class ScriptedLLM:
-    def __init__(self, default: Any = None):
+    def __init__(self, default: Any = None, host: str = "127.0.0.1", netns: str = ""):
+        """`netns`: serve inside that network namespace (`ip netns`), reachable at `host` there."""
+        self.host, self.netns = host, netns
         self._queues: dict[tuple[str, str | None], deque] = defaultdict(deque)
         self._responders: dict[str, Responder] = {}
         self._default = default
@@ -209,7 +238,11 @@ class ScriptedLLM:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the caller was killed while its reply was held (crash tests)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if self.netns:
+            self._server = in_netns(self.netns, lambda: ThreadingHTTPServer((self.host, 0),
+                                                                            Handler))
+        else:
+            self._server = ThreadingHTTPServer((self.host, 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -557,7 +557,8 @@ class BusClient(Inbound):
             info = self.heartbeat_info() or {}
         except Exception as exc:
             info = {"error": str(exc)}
-        hb = Heartbeat(role=self.role, instance=self.instance, node=self.node, pid=os.getpid(),
+        hb = Heartbeat(role=self.role, instance=self.instance, node=self.node,
+                       host=self.settings.host, pid=os.getpid(),
                        state=self.state, in_flight=self._in_flight, version=self.version,
                        started_at=self.started_at, uptime_s=time.time() - self.started_at,
                        gaps=dict(self.gaps.most_common(20)), rejected=dict(self.rejected),

@@ -1,7 +1,8 @@
 """The `artoo` command line (click): the only part of artoo that may talk to everything.
 
 One module per command group registers its commands on `main` (see COMMAND_MODULES): daemon
-(up/down/status), run (run/repl), gate (gate/undo), ggs, memory, audit (tap/audit), tasks, schedule, web. Console
+(up/down/status), run (run/repl), gate (gate/undo), ggs, memory, audit (tap/audit), tasks, schedule, web,
+keys. Console
 rendering lives apart from the actions: render.py (the live run) and views.py (tables).
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ COMMAND_MODULES = [
     "services.cli.tasks",
     "services.cli.schedule",
     "services.cli.web",
+    "services.cli.keys",
 ]
 
 

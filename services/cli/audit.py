@@ -573,12 +573,21 @@ def _missing(m: dict) -> str:
     return text
 
 
+def _missing_host(m: dict) -> str:
+    text = (f"host {m.get('host')} ({', '.join(m.get('roles') or [])}) {m.get('state')}: last "
+            f"heartbeat {_t(m.get('last_seen'))}, noticed {_t(m.get('detected_at'))}")
+    if m.get("state") == "recovered":
+        text += f", back after {m.get('silent_s')}s"
+    return text
+
+
 _LISTS = (
     ("boundary_violations", "Boundary violations", _violation),
     ("convergence_failures", "Convergence failures", _convergence),
     ("drift_alerts", "Role drift", _drift),
     ("bus_gaps", "Bus gaps", _gap),
     ("missing_roles", "Missing roles", _missing),
+    ("missing_hosts", "Missing hosts", _missing_host),
 )
 
 

@@ -1,12 +1,14 @@
 """`artoo up`, `artoo down`, `artoo status`: the daemon (services.runtime.daemon) from the console."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
 
 from protocol.bus import BusTimeout
-from protocol.settings import load_settings
+from protocol.curve import CurveError
+from protocol.settings import HOST_FIELDS, load_settings, parse_hostport, write_host_file
 
 from services.runtime import daemon
 from services.safety import sandbox
@@ -31,12 +33,44 @@ def _settings():
 @click.command()
 @click.option("--timeout", default=90.0, show_default=True, help="seconds to wait for every role")
 @click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
-def up(timeout: float, as_json: bool) -> None:
-    """Start the daemon detached and wait until every role is ready."""
+@click.option("--listen", metavar="HOST:PORT", default=None,
+              help="main host: also serve the bus on tcp HOST:PORT and PORT+1 (CURVE) for "
+                   "worker hosts")
+@click.option("--join", metavar="HOST:PORT", default=None,
+              help="worker host: join the bus a main host serves with --listen")
+@click.option("--roles", metavar="ROLE[,ROLE...]", default=None,
+              help="run only these programs on this host (a worker: spawner and/or llm)")
+@click.option("--host-name", default=None, help="this host's name in status and audit reports "
+                                                "(default: the hostname)")
+@click.option("--standalone", is_flag=True,
+              help="forget a saved --listen/--join/--roles/--host-name: one host again")
+def up(timeout: float, as_json: bool, listen: str | None, join: str | None, roles: str | None,
+       host_name: str | None, standalone: bool) -> None:
+    """Start the daemon detached and wait until every role is ready.
+
+    The host options are saved in the data dir (host.json): later `up`, `run`, `status` and
+    `down` on this host use them until `--standalone`."""
     settings = _settings()
+    given = {"bus_listen": listen, "bus_join": join, "host_roles": roles, "host_name": host_name}
+    if standalone or any(v is not None for v in given.values()):
+        settings = dataclasses.replace(settings, **{
+            name: "" if standalone else (given[name] if given[name] is not None
+                                         else getattr(settings, name))
+            for name in HOST_FIELDS})
+        try:
+            for hostport in (settings.bus_listen, settings.bus_join):
+                if hostport:
+                    parse_hostport(hostport)
+        except ValueError as exc:
+            raise click.UsageError(str(exc))
+        if settings.bus_listen and settings.bus_join:
+            raise click.UsageError("--listen (a main host) and --join (a worker host) exclude "
+                                   "each other")
+        settings.ensure_dirs()
+        write_host_file(settings)
     try:
         report = daemon.up(settings, timeout_s=timeout)
-    except daemon.DaemonError as exc:
+    except (daemon.DaemonError, CurveError) as exc:
         fail(str(exc), 1)
     print_status(with_sandbox(report, settings), as_json)
 

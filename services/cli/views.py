@@ -30,6 +30,15 @@ def print_status(report: dict, as_json: bool) -> None:
     backends = report.get("llm_backends")
     if backends:
         console.print("LLM backends: " + ", ".join(f"{k}={v}" for k, v in backends.items()))
+    if report.get("bus"):
+        console.print(f"Bus: {report['bus']} (this host: {report.get('host', '?')})",
+                      highlight=False)
+    curve = next((((r.get("info") or {}).get("proxy") or {}).get("curve")
+                  for r in report["roles"] if r["role"] == "bus" and r.get("info")), None)
+    if curve:
+        console.print(f"CURVE: {len(curve['authorized'])} authorized host key(s) "
+                      f"({', '.join(curve['authorized'])}); {curve['admitted']} handshake(s) "
+                      f"admitted, {curve['refused']} refused", highlight=False)
     if report.get("bus_signing"):
         console.print(f"Bus signing: {report['bus_signing']}")
     box = report.get("sandbox")

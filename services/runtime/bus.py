@@ -21,7 +21,7 @@ import zmq
 
 from protocol import curve
 from protocol.bus import BusClient
-from protocol.settings import Settings, load_settings
+from protocol.settings import Settings, load_settings, tcp_endpoint
 
 from .capture import CAPTURE_INPROC, CaptureRelay
 from .role import configure_logging
@@ -91,6 +91,12 @@ class Proxy:
             sock.setsockopt(zmq.LINGER, 0)
         self._bind(front, "xsub")
         self._bind(back, "xpub")
+        if s.bus_listen:
+            # Worker hosts: the same sockets also listen on tcp, CURVE only. Security options
+            # apply to the endpoints bound after them, so the local ipc endpoints stay as they are.
+            for sock, name in ((front, "xsub"), (back, "xpub")):
+                curve.apply_server(sock, s)
+                sock.bind(tcp_endpoint(s.bus_listen, name))
         capture = None
         if self.capture_enabled:
             capture = self.ctx.socket(zmq.PUSH)
@@ -138,6 +144,8 @@ class Proxy:
         stats["pid"] = os.getpid()
         if self.relay is not None:
             stats["capture"] = self.relay.stats()
+        if self._auth is not None:
+            stats["curve"] = self._auth.allow_list.stats()
         return stats
 
     def _serve_control(self) -> None:

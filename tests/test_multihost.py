@@ -1,0 +1,261 @@
+"""Two hosts on one bus (issue 18), proven in network namespaces on this machine.
+
+A main host (bus with `--listen`, every role, one effector slot) runs in one namespace and a worker
+host (`--join`, `--roles spawner`) in another, joined by a veth pair; their keys are exchanged with
+`artoo keys invite/accept/allow`. Goals run on a scripted LLM served inside the main namespace.
+Effectors of some tasks run on the worker; then the link is cut (`ip link set down`) and the
+worker's processes are killed: every task still ends exactly once, its subtask re-offered to the
+main host's spawner, and the auditor reports the worker host missing. A third host with a key the
+main host never allowed is refused, and the refusal is counted.
+
+Skips, saying why, where network namespaces cannot be made (not root, no `ip`, no netns support).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from audit_support import wait_until
+from pipeline_harness import Recorder
+from protocol.bus import BusClient
+from protocol.settings import load_settings
+from replies_effector import all_met, result, shell
+from replies_pipeline import accept, perception, plan, subtask
+from scripted_llm import ScriptedLLM
+from services.runtime import daemon, tasklog
+
+REPO = Path(__file__).resolve().parents[1]
+DEADLINE_S = 120.0
+
+
+def _netns_problem() -> str:
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if not shutil.which("ip"):
+        return "no `ip` command (iproute2)"
+    probe = f"artoo-probe-{secrets.token_hex(3)}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"`ip netns add` failed: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return ""
+
+
+pytestmark = pytest.mark.skipif(bool(_netns_problem()), reason=_netns_problem() or "ok")
+
+
+def ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+class Host:
+    """One artoo host: its data dir, its namespace, and the artoo CLI run inside it."""
+
+    def __init__(self, root: Path, name: str, netns: str, env: dict[str, str]):
+        self.name, self.netns = name, netns
+        self.home = root / name
+        self.home.mkdir()
+        self.env = {**os.environ, "ARTOO_HOME": str(self.home), **env}
+        self.env.pop("ARTOO_RUN_DIR", None)
+
+    def artoo(self, *args: str, check: bool = True, timeout: float = 150) -> str:
+        cmd = ["ip", "netns", "exec", self.netns, sys.executable, "-m", "services.cli", *args]
+        proc = subprocess.run(cmd, env=self.env, cwd=REPO, capture_output=True, text=True,
+                              timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{self.name}: artoo {' '.join(args)} -> {proc.returncode}\n"
+                                 f"{proc.stdout}\n{proc.stderr}")
+        return proc.stdout + proc.stderr
+
+    def settings(self):
+        saved = {k: os.environ.get(k) for k in ("ARTOO_HOME", "ARTOO_WORKSPACE", "ARTOO_RUN_DIR")}
+        try:
+            os.environ.pop("ARTOO_RUN_DIR", None)
+            os.environ["ARTOO_HOME"] = str(self.home)
+            os.environ["ARTOO_WORKSPACE"] = self.env["ARTOO_WORKSPACE"]
+            return load_settings()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    def down(self) -> None:
+        settings = self.settings()
+        daemon.down(settings)
+        left = daemon.our_processes(settings)
+        assert not left, f"{self.name}: processes left after down: {[p.pid for p in left]}"
+
+
+@pytest.fixture
+def cluster():
+    tag = secrets.token_hex(2)
+    main_ns, worker_ns = f"artoo-m-{tag}", f"artoo-w-{tag}"
+    net = f"10.{secrets.randbelow(200) + 20}.{secrets.randbelow(250)}"
+    main_ip, worker_ip = f"{net}.1", f"{net}.2"
+    veth_main, veth_worker = f"avm{tag}", f"avw{tag}"
+    root = Path(tempfile.mkdtemp(prefix="at-mh-", dir="/tmp"))
+    hosts: list[Host] = []
+    holds: dict[str, threading.Event] = {}
+    try:
+        for ns in (main_ns, worker_ns):
+            ip("netns", "add", ns)
+            ip("-n", ns, "link", "set", "lo", "up")
+        ip("link", "add", veth_main, "type", "veth", "peer", "name", veth_worker)
+        ip("link", "set", veth_main, "netns", main_ns)
+        ip("link", "set", veth_worker, "netns", worker_ns)
+        ip("-n", main_ns, "addr", "add", f"{main_ip}/30", "dev", veth_main)
+        ip("-n", worker_ns, "addr", "add", f"{worker_ip}/30", "dev", veth_worker)
+        ip("-n", main_ns, "link", "set", veth_main, "up")
+        ip("-n", worker_ns, "link", "set", veth_worker, "up")
+
+        def rid_of(req) -> str:
+            """The run a request is for (its task header; memory may quote other runs)."""
+            return req.task if req.task in holds else next(
+                (rid for rid in reversed(list(holds)) if rid in req.user), "x")
+
+        def executor(req):
+            rid = rid_of(req)
+            if "Tool calls so far" in req.user:
+                return result("done")
+            if rid in holds:
+                holds[rid].wait(DEADLINE_S)   # every effector is busy until the test lets go
+            return shell(f"printf 'A\\n' >> out-{rid}.txt")
+
+        llm = ScriptedLLM(host=main_ip, netns=main_ns)
+        llm.on("perceiver", lambda req: perception(f"append A {rid_of(req)}"))
+        llm.on("planner", lambda req: plan(subtask(f"append a line A to out-{rid_of(req)}.txt",
+                                                   ["a line appended"])))
+        llm.on("executor", executor)
+        llm.on("agentval", lambda req: all_met("a line appended", evidence="printf appended A"))
+        llm.on("verifier", lambda req: "FILE: none\nCOMMAND: none")
+        llm.on("metaval", lambda req: accept("appended", merged_output="appended"))
+        llm.start()
+        ws = root / "ws"
+        ws.mkdir()
+        common = {**llm.env(), "ARTOO_WORKSPACE": str(ws), "ARTOO_SCALE": "1",
+                  "ARTOO_LLM_BACKOFF_S": "0.01", "ARTOO_LLM_RETRIES": "0"}
+        port = 20000 + secrets.randbelow(30000)
+        main = Host(root, "main", main_ns, {**common, "ARTOO_MAX_CONCURRENT_EFFECTORS": "1"})
+        worker = Host(root, "worker", worker_ns, common)
+        intruder = Host(root, "intruder", worker_ns, common)
+        hosts += [main, worker, intruder]
+        yield {"main": main, "worker": worker, "intruder": intruder, "llm": llm, "holds": holds,
+               "join": f"{main_ip}:{port}", "ws": ws, "worker_ns": worker_ns,
+               "veth_worker": veth_worker}
+    finally:
+        for ev in holds.values():
+            ev.set()
+        for host in hosts:
+            try:
+                host.down()
+            except Exception as exc:  # noqa: BLE001 - the other hosts must still go down
+                print(f"down of {host.name} failed: {exc}")
+        if "llm" in locals():
+            llm.stop()
+        for ns in (main_ns, worker_ns):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_worker_host_runs_effectors_and_its_loss_fails_over(cluster):
+    main, worker, intruder = cluster["main"], cluster["worker"], cluster["intruder"]
+    join = cluster["join"]
+
+    # keys: invite on the main host, accept on the worker, allow its key on the main host
+    invitation = main.home / "invite.json"
+    main.artoo("keys", "invite", "--out", str(invitation))
+    assert oct(invitation.stat().st_mode & 0o777) == "0o600"
+    accepted = worker.artoo("keys", "accept", str(invitation))
+    worker_key = accepted.split("public key: ")[1].split()[0]
+    main.artoo("keys", "allow", "worker", worker_key)
+    intruder.artoo("keys", "accept", str(invitation))   # the secret leaked, but never allowed
+
+    main.artoo("up", "--listen", join, "--host-name", "main")
+    worker.artoo("up", "--join", join, "--roles", "spawner", "--host-name", "worker")
+    status = json.loads(worker.artoo("status", "--json"))
+    assert status["host"] == "worker" and "joined" in status["bus"]
+    assert [r["role"] for r in status["roles"] if r["alive"]].count("spawner") == 1
+
+    # a host whose key was never allowed is refused, and counted by the main host's proxy
+    refused = intruder.artoo("up", "--join", join, "--roles", "spawner", "--host-name",
+                             "intruder", "--timeout", "8", check=False)
+    assert "not ready" in refused or "unreachable" in refused, refused
+    intruder.down()
+
+    settings = main.settings()
+    from rich.console import Console
+    from services.cli.run import RunSession
+    session = RunSession(settings, Console(file=io.StringIO(), width=160), interactive=False)
+    rec = Recorder()
+    watcher = BusClient("user", settings=settings, heartbeat=False)
+    watcher.on("*", rec)
+    watcher.start()
+    try:
+        from services.runtime.bus import query_control
+        curve_stats = wait_until(
+            lambda: (lambda c: c if c["refused"] >= 1 else None)(
+                query_control(settings)["stats"]["curve"]), 20, "the refused handshake counted")
+        assert curve_stats["authorized"] == ["client", "worker"]
+
+        def host_of(node: str) -> str:
+            for env, m in rec.items:
+                if env.type == "Heartbeat" and m.node == node:
+                    return m.host
+            return ""
+
+        rids = [f"run-mh-{i}-{secrets.token_hex(3)}" for i in range(3)]
+        for rid in rids:
+            cluster["holds"][rid] = threading.Event()
+            session.submit(f"append A {rid}", run_id=rid, deadline_s=DEADLINE_S)
+        started = rec.wait_for(lambda: (lambda ms: ms if len({m.task_id for m in ms}) == 3
+                                        else None)(rec.of("EffectorStarted")), 60,
+                               "an effector for each task")
+        hosts_of = rec.wait_for(lambda: (lambda h: h if all(h.values()) else None)(
+            {m.task_id: host_of(m.spawner) for m in started}), 10, "the spawners' hosts")
+        on_worker = [t for t, h in hosts_of.items() if h == "worker"]
+        assert len(on_worker) >= 2, hosts_of      # the main host has one effector slot
+
+        # the link goes down, then every process of the worker host is killed
+        ip("-n", cluster["worker_ns"], "link", "set", cluster["veth_worker"], "down")
+        daemon.sweep(worker.settings())
+        for ev in cluster["holds"].values():
+            ev.set()
+
+        for rid in rids:
+            final = session.follow(rid, DEADLINE_S)
+            assert final is not None, f"{rid}: no FinalResult"
+            assert final.directive in ("accept", "success"), final.summary
+            rec.wait_for(lambda: rec.envs("FinalResult", task=rid), 10, "the watcher's copy")
+            assert len({e.id for e in rec.envs("FinalResult", task=rid)}) == 1
+            out = cluster["ws"] / f"out-{rid}.txt"
+            events = [(e["kind"], e.get("tool_input") or e.get("error") or e.get("summary"))
+                      for e in tasklog.read(settings.tasks_dir, rid)]
+            assert out.exists() and out.read_text() == "A\n", "\n".join(
+                map(str, [rid, hosts_of] + events))   # done once
+        for rid in on_worker:
+            kinds = [e["kind"] for e in tasklog.read(settings.tasks_dir, rid)]
+            assert "subtask_reoffered" in kinds, kinds
+
+        # the auditor on the main host reports the worker host missing
+        from auditor.operator import request_report
+        report = wait_until(lambda: (lambda r: r if any(h["host"] == "worker" for h in
+                                                        r.get("missing_hosts", [])) else None)(
+            request_report(settings, timeout=3.0)), 30, "the missing host in an audit report")
+        gone = next(h for h in report["missing_hosts"] if h["host"] == "worker")
+        assert "spawner[0]" in gone["roles"]
+    finally:
+        watcher.stop()
+        session.close()
