@@ -265,3 +265,20 @@ def test_findings_are_capped_and_the_rest_counted(artoo_env, monkeypatch):
         st.observe(env(MemoryWrite(task_id="run1", megrams=[]), "executor", "memory"), T0 + i)
     rep = st.report("on_demand", T0 + 20)
     assert len(rep.boundary_violations) == 3 and rep.omitted == {"boundary_violations": 7}
+
+
+def test_a_worker_host_gone_silent_is_a_missing_host_not_a_missing_role(s):
+    # the main host runs spawner 0 and so does the worker: the worker's beats are its host's
+    st = state(s, expected=[("spawner", 0)])
+    st.observe(env(hb("spawner", "spawner-0-1-a", host=s.host), "spawner"), T0 + 0.5)
+    st.observe(env(hb("spawner", "spawner-0-2-b", host="w1"), "spawner"), T0 + 0.5)
+    for t in (T0 + 2, T0 + 3.5):
+        st.observe(env(hb("spawner", "spawner-0-1-a", host=s.host), "spawner"), t)
+    st.tick(T0 + 4)                        # w1 silent 3.5 s > 3 s
+    rep = st.report("on_demand", T0 + 4)
+    assert rep.missing_roles == [] and rep.role_stats.get("spawner", {}).get("restarts") is None
+    (gone,) = rep.missing_hosts
+    assert (gone["host"], gone["state"], gone["roles"]) == ("w1", "missing", ["spawner[0]"])
+    st.observe(env(hb("spawner", "spawner-0-2-b", host="w1"), "spawner"), T0 + 6)
+    (back,) = st.report("on_demand", T0 + 6).missing_hosts
+    assert back["state"] == "recovered" and back["silent_s"] == 5.5

@@ -17,6 +17,7 @@ import pytest
 import zmq
 
 from catalogue_samples import build
+from audit_support import wait_until
 from conftest import REPO, start_process, stop_process, wait_bus_ready
 from protocol import curve
 from protocol.bus import BusClient, BusTimeout
@@ -368,6 +369,48 @@ def test_tcp_endpoints_require_an_allowed_curve_key(artoo_env, monkeypatch, tmp_
     finally:
         for c in clients:
             c.stop()
+        stop_process(proxy)
+
+
+def test_a_tcp_capture_endpoint_admits_only_allowed_keys(artoo_env, monkeypatch, tmp_path):
+    # The audit feed on tcp (a tap on another host): before issue 18 a CURVE server with no ZAP
+    # handler admitted any key. Now the tap's key gets the feed, a stranger's is refused, counted.
+    from auditor.log import iter_records
+    from services.runtime.bus import query_control
+    from services.runtime.capture import FROM, POS
+    monkeypatch.setenv("ARTOO_BUS_CAPTURE", f"tcp://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("ARTOO_CURVE_DIR", str(tmp_path / "curve"))
+    settings = load_settings()
+    settings.ensure_dirs()
+    curve.ensure_keys(settings)
+    proxy = start_process(["-m", "services.runtime.bus"], {}, "bus")
+    tap = start_process(["-m", "auditor.tap"], {}, "tap")
+    ctx = zmq.Context()
+    try:
+        wait_bus_ready(settings)
+        talker = BusClient("spawner", settings=settings, heartbeat=False).start()
+        talker.publish(build(EffectorStarted))
+        talker.stop()
+        wait_until(lambda: any(r.topic.startswith(b"EffectorStarted") for r in
+                               iter_records(settings.audit_dir / "log")), 20,
+                   "the message in the audit log, fed over tcp")
+        rogue_dir = tmp_path / "rogue"
+        rogue_dir.mkdir()
+        public, secret = zmq.auth.load_certificate(
+            zmq.auth.create_certificates(rogue_dir, "client")[1])
+        rogue = ctx.socket(zmq.DEALER)
+        rogue.curve_publickey, rogue.curve_secretkey = public, secret
+        rogue.curve_serverkey = zmq.auth.load_certificate(settings.curve_dir / "server.key")[0]
+        rogue.connect(settings.endpoint("capture"))
+        rogue.send_multipart([FROM, POS.pack(0, 0)])
+        assert rogue.poll(1500) == 0          # nothing of the audit feed reaches it
+        rogue.close(0)
+        stats = wait_until(lambda: (lambda c: c if c["refused"] >= 1 else None)(
+            query_control(settings)["stats"]["curve"]), 10, "the refusal counted")
+        assert stats["authorized"] == ["client"] and stats["admitted"] >= 1
+    finally:
+        ctx.destroy(linger=0)
+        stop_process(tap)
         stop_process(proxy)
 
 

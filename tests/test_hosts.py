@@ -1,0 +1,95 @@
+"""Host roles and keys for more than one machine (issue 18), without processes: the HOST:PORT
+syntax, which roles a joining host may run, the CURVE allow-list (re-read live, refusals counted)
+and invitations. The two-host behaviour itself is proven in test_multihost.py."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import zmq.auth
+
+from protocol import curve
+from protocol.settings import load_settings, parse_hostport, read_host_file, tcp_endpoint, \
+    write_host_file
+from services.runtime import daemon
+
+
+def test_host_port_syntax():
+    assert parse_hostport("10.0.0.1:5550") == ("10.0.0.1", 5550)
+    assert parse_hostport("[fd00::1]:7000") == ("fd00::1", 7000)
+    assert tcp_endpoint("10.0.0.1:5550", "xpub") == "tcp://10.0.0.1:5551"
+    assert tcp_endpoint("[fd00::1]:7000", "xsub") == "tcp://[fd00::1]:7000"
+    for bad in ("10.0.0.1", ":5550", "host:port", "h:0", "h:70000"):
+        with pytest.raises(ValueError, match="HOST:PORT"):
+            parse_hostport(bad)
+
+
+def test_a_joining_host_reaches_the_main_bus_over_tcp_and_saves_its_role(artoo_env):
+    s = dataclasses.replace(load_settings(), bus_join="10.0.0.1:5550", host_roles="spawner",
+                            host_name="w1")
+    assert s.endpoint("xsub") == "tcp://10.0.0.1:5550" and s.endpoint("xpub").endswith(":5551")
+    assert curve.needs_curve(s)
+    s.ensure_dirs()
+    write_host_file(s)
+    assert read_host_file(s.home) == {"bus_join": "10.0.0.1:5550", "host_roles": "spawner",
+                                      "host_name": "w1"}
+    again = load_settings()                   # later commands of this host: the same bus
+    assert (again.bus_join, again.host, again.host_roles) == ("10.0.0.1:5550", "w1", "spawner")
+
+
+def test_which_roles_a_joining_host_may_run(artoo_env):
+    s = dataclasses.replace(load_settings(), bus_join="10.0.0.1:5550")
+    with pytest.raises(daemon.DaemonError, match="give --roles"):
+        daemon.host_roles(s)
+    with pytest.raises(daemon.DaemonError, match="memory.*main host"):
+        daemon.host_roles(dataclasses.replace(s, host_roles="spawner,memory"))
+    with pytest.raises(daemon.DaemonError, match="partitioned"):
+        daemon.host_roles(dataclasses.replace(s, host_roles="planner"))
+    with pytest.raises(daemon.DaemonError, match="unknown role.*spawnr"):
+        daemon.host_roles(dataclasses.replace(s, host_roles="spawnr"))
+    assert daemon.host_roles(dataclasses.replace(s, host_roles="spawner")) == ["spawner"]
+    s.ensure_dirs()
+    conf = daemon.host_conf(s, ["spawner"])
+    programs = [p.name for p in daemon.expected_programs({"ARTOO_SUPERVISORD_CONF": str(conf)})]
+    assert programs == ["spawner"]
+
+
+def test_allow_list_is_reread_live_and_counts_refusals(artoo_env, tmp_path):
+    s = load_settings()
+    s.ensure_dirs()
+    curve.ensure_keys(s)
+    allowed = curve.AllowList(curve.authorized_dir(s))
+    pub, _ = zmq.auth.create_certificates(tmp_path, "w1")
+    key = zmq.auth.load_certificate(pub)[0]
+    assert not allowed.callback("*", key)
+    curve.allow(s, "w1", key.decode())
+    assert allowed.callback("*", key)                 # no restart
+    assert curve.revoke(s, "w1") and not curve.revoke(s, "w1")
+    assert not allowed.callback("*", key)
+    st = allowed.stats()
+    assert (st["admitted"], st["refused"], st["authorized"]) == (1, 2, ["client"])
+    assert st["refused_keys"] == {key[:8].decode(): 2}
+    for bad_name, bad_key in (("../x", key.decode()), ("w2", "not-a-key")):
+        with pytest.raises(curve.CurveError):
+            curve.allow(s, bad_name, bad_key)
+
+
+def test_an_invitation_carries_the_server_key_and_bus_key(artoo_env, tmp_path):
+    main = load_settings()
+    main.ensure_dirs()
+    invitation = tmp_path / "invite.json"
+    curve.write_invitation(main, invitation, b"k" * 32)
+    assert invitation.stat().st_mode & 0o077 == 0
+    worker = dataclasses.replace(main, curve_dir_override=str(tmp_path / "wcurve"),
+                                 bus_join="10.0.0.1:5550")
+    with pytest.raises(curve.CurveError, match="artoo keys accept"):
+        curve.ensure_keys(worker)
+    public, bus_key = curve.accept_invitation(worker, invitation)
+    assert bus_key == b"k" * 32 and len(public) == 40
+    assert curve.public_key(worker.curve_dir / "server.key") == \
+        curve.public_key(main.curve_dir / "server.key")
+    curve.ensure_keys(worker)                          # now complete
+    invitation.write_text(json.dumps({"server_key": "short"}))
+    with pytest.raises(curve.CurveError, match="not a CURVE public key"):
+        curve.accept_invitation(worker, invitation)
