@@ -285,3 +285,15 @@ def test_a_folder_named_as_the_output_file_is_not_a_missing_file(settings, ws):
     j = av.judge(result([run(settings, count)], "2"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome.failure_reason
     assert "does not exist" not in (j.outcome.failure_reason or "")
+
+
+def test_an_input_file_named_as_the_output_of_a_question_is_not_rewritten(settings, ws):
+    # the checker answered FILE: <the log the question reads>; code must not turn a question into
+    # "rewrite app.log" (a correction that had the executor edit its input with sed -i)
+    before = (ws / "app.log").read_text()
+    av = validator(settings, "How many entries in app.log have the level ERROR?",
+                   {"output_file": "app.log", "command": "awk '$1==\"ERROR\"' app.log | wc -l"})
+    j = av.judge(result([run(settings, "grep -c '^ERROR' app.log")], "2"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome.failure_reason
+    assert (ws / "app.log").read_text() == before
+    assert not any("rewrite" in c for c in j.outcome.checks)

@@ -242,9 +242,12 @@ class Verifier:
         check.output_file = _clean_path(reply.output_file)
         if check.output_file and not _named_in(check.output_file, self.goal):
             check.output_file = ""     # a file the goal does not name is the checker's invention
-        if check.output_file and any(os.path.isdir(os.path.join(d, check.output_file))
-                                     for d in (self.before_dir, self.workspace) if d):
+        before = self.before_dir or self.workspace
+        if check.output_file and os.path.isdir(os.path.join(before, check.output_file)):
             check.output_file = ""     # a folder the goal reads from is not a file to write
+        if check.output_file and os.path.exists(os.path.join(before, check.output_file)) and \
+                not ev.asks_to_change(self.goal):
+            check.output_file = ""     # an input a question reads, never a file to rewrite
         check.command = _strip_redirect(reply.command.strip(), check.output_file)
         if not check.command:
             check.why_unavailable = "no independent check (the checker proposed no command)"

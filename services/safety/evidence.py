@@ -401,6 +401,20 @@ def mentions_time(text: str) -> bool:
     return bool(_TIME_WORDS.search(text or ""))
 
 
+_CHANGE_WORDS = re.compile(r"\b(write|writes|put|save|store|create|make|add|append|insert|"
+                           r"prepend|remove|delete|drop|change|update|replace|rewrite|rename|"
+                           r"move|copy|sort|fix|edit|set|record|clean|convert|fill|merge|"
+                           r"split|truncate|overwrite|modify|correct|deduplicate|uppercase|"
+                           r"lowercase|strip|trim|keep|empty)\b", re.I)
+
+
+def asks_to_change(goal: str) -> bool:
+    """Whether a goal asks for a file to be written or changed at all. A question ("How many
+    ERROR lines are in app.log?") names only files it reads: telling the executor to rewrite one of
+    them would damage an input."""
+    return bool(_CHANGE_WORDS.search(goal or ""))
+
+
 _REDIRECT = re.compile(r"\d*(?:>>?|<)&?\s*(?:\d\b|'[^']*'|\"[^\"]*\"|[^\s;|&]+)")
 _STAGES = re.compile(r"\|\||&&|[|;]")
 
