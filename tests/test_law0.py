@@ -297,3 +297,15 @@ def test_an_input_file_named_as_the_output_of_a_question_is_not_rewritten(settin
     assert j.kind == "matched" and j.outcome.verified, j.outcome.failure_reason
     assert (ws / "app.log").read_text() == before
     assert not any("rewrite" in c for c in j.outcome.checks)
+
+
+def test_a_stray_number_after_writing_the_asked_file_does_not_fail_the_work(settings, ws):
+    # the executor wrote the file with a command that prints nothing, then "answered" a number;
+    # the deliverable is the file, which an independent check confirms
+    goal = "Copy every ERROR line of app.log into errors.txt"
+    av = validator(settings, goal, {"output_file": "errors.txt",
+                                    "command": "grep ERROR app.log"})
+    wrote = run(settings, "awk '$1 == \"ERROR\"' app.log > errors.txt")
+    j = av.judge(result([wrote], "359"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome.failure_reason
+    assert "359" not in (j.outcome.answer or "")
