@@ -428,6 +428,15 @@ class Verifier:
         expected = derived.output
         checks.append(f"independent check `{derived.command}` derived "
                       f"{len(expected.splitlines())} line(s)")
+        if not content.strip() and not expected.strip():
+            # Nothing agreeing with nothing: the command that wrote the file most likely
+            # computed nothing. One more attempt (then "unverified", as for a disagreement).
+            return Law0Report(
+                "failed", f"{file} is empty and the independent check derived nothing",
+                checks, disagreement=True,
+                what_was_wrong=f"{file} is empty: the command that wrote it produced nothing",
+                what_to_do=f"first run a command that prints what {file} must hold and read "
+                           f"its output; then write exactly that into {file}", answer=answer)
         if not ev.same_content(content, expected):
             return Law0Report(
                 "failed", f"{file} does not hold what an independent check derived from the "
@@ -436,8 +445,7 @@ class Verifier:
                                f"check (`{derived.command}`) expects:\n{head_tail(expected, 300)}",
                 what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
                 answer=answer)
-        empty = not expected.strip()
-        kind = "unverified" if unexpected or revealed or empty else "verified"
+        kind = "unverified" if unexpected or revealed else "verified"
         raw = any(answer.strip() == (r.output or "").strip() for r in records)
         if raw or not ev.answer_values(answer) or \
                 ev.unsupported_values(answer, _outputs(records), self.goal):
@@ -451,9 +459,6 @@ class Verifier:
         if revealed:
             report.unverified.append(f"{file} matches the independent check only after the "
                                      f"executor was shown its output")
-        if empty:        # like 0 or null for a value: what a broken command derives
-            report.unverified.append(f"{file} is empty and the independent check derived "
-                                     f"nothing: agreeing on nothing proves nothing")
         self._mark_echo(report, derived, records, file)
         return report
 
