@@ -111,6 +111,19 @@ def test_duplicate_guard_and_turn_cap(settings, toolbox):
     assert len(result.tool_calls) == 3
 
 
+def test_a_repeated_command_that_carries_an_answer_ends_the_attempt_with_it(settings, toolbox):
+    # the small model re-sends "COMMAND: x / ANSWER: y" after x already ran: y is taken at once
+    llm = FakeLLM("COMMAND: echo 7", "COMMAND: echo 7\nANSWER: 7", "ANSWER: never asked",
+                  local=True)
+    result = Executor(subtask("print seven"), llm, toolbox, settings).run_attempt(1)
+    assert (result.status, result.output) == ("completed", "7")
+    assert [c.output.strip() for c in result.tool_calls] == ["7"] and len(llm.prompts) == 2
+    # a command that is new runs, whatever answer it came with
+    fresh = FakeLLM("COMMAND: echo 8\nANSWER: 9", "ANSWER: 8", local=True)
+    result = Executor(subtask("print eight"), fresh, toolbox, settings).run_attempt(1)
+    assert (result.output, len(result.tool_calls)) == ("8", 1)
+
+
 def test_executor_llm_error_is_a_failed_result(settings, toolbox):
     ex = Executor(subtask("x"), FakeLLM(LLMError("executor: LLM call failed: HTTP 500")),
                   toolbox, settings)

@@ -182,16 +182,22 @@ def parse_local_step(text: str) -> ExecutorStep:
         raise ValueError("the reply has no COMMAND:, ANSWER: or NOT POSSIBLE: line")
     kind = match.group(1).upper().replace("_", " ")
     body = _FENCE.sub("", (text or "")[match.end():].strip()).strip()
+    after = None
     if kind != "COMMAND":       # an answer is one line; what follows is commentary
         body = body.splitlines()[0].strip() if body else ""
     else:
         nxt = _LOCAL_REPLY.search(body)
+        after = parse_local_step(body[nxt.start():]) if nxt else None
         body = body[:nxt.start()].strip() if nxt else body
         body = body.strip("`").strip()
     if kind == "COMMAND":
         if not body:
             raise ValueError("COMMAND: is empty")
-        return ExecutorStep(action="tool", tool="shell", command=body)
+        step = ExecutorStep(action="tool", tool="shell", command=body)
+        if after is not None and after.action == "result":
+            # "COMMAND: x / ANSWER: y": kept only for when x turns out to be a repeat (below)
+            step.status, step.output = after.status, after.output
+        return step
     status = {"ANSWER": "completed", "NOT POSSIBLE": "not_possible", "FAILED": "failed"}[kind]
     return ExecutorStep(action="result", status=status, output=body)
 
@@ -401,6 +407,10 @@ class Executor:
                 tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call",
                                subtask_id=self.subtask.subtask_id, attempt=attempt, tool=tool,
                                tool_input=args, duplicate=True, executed=False)
+                if self.local and step.output not in (None, ""):
+                    # the repeat came with an answer: take it now (R4a judges it against the
+                    # output it already saw) instead of spending a turn asking for it
+                    return result(step.status, step.output, None)
                 if repeats >= 2:
                     last = calls[-1].output if calls else None
                     return result("uncertain", last,
