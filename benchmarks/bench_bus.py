@@ -269,20 +269,25 @@ def bench_signing(n: int, rate: int, seconds: float, env: dict, settings, ctx_mp
     return out
 
 
+def wait_ready(settings, timeout_s: float = 30.0) -> None:
+    """Until a client's handshake through the proxy succeeds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            BusClient("user", settings=settings, heartbeat=False).start(timeout=1).stop()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+
+
 def start_bus(env: dict, settings, with_tap: bool = False) -> list[subprocess.Popen]:
     """The proxy (and the tap) as subprocesses; returns once a client's handshake succeeds."""
     modules = ["services.runtime.bus"] + (["auditor.tap"] if with_tap else [])
     procs = [subprocess.Popen([sys.executable, "-m", m], cwd=REPO, env={**os.environ, **env},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for m in modules]
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            BusClient("user", settings=settings, heartbeat=False).start(timeout=1).stop()
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
+    wait_ready(settings)
     if with_tap:  # the tap is up once its heartbeat is on the bus
         seen = threading.Event()
         probe = BusClient("user", settings=settings, heartbeat=False)

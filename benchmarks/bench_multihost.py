@@ -17,16 +17,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_bus import bench_latency, bench_throughput, stop_all  # noqa: E402
+from bench_bus import bench_latency, bench_throughput, stop_all, wait_ready  # noqa: E402
 from protocol import curve, signing  # noqa: E402
-from protocol.bus import BusClient  # noqa: E402
 from protocol.settings import load_settings  # noqa: E402
 
 
@@ -100,14 +98,7 @@ def main() -> int:
                                    "services.runtime.bus"], cwd=REPO,
                                   env={**os.environ, **main_env}, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)]
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                BusClient("user", settings=main, heartbeat=False).start(timeout=1).stop()
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
+        wait_ready(main)
         local = measure(main_env, args.messages, args.rate, args.seconds)
         remote_raw = subprocess.run(
             ["ip", "netns", "exec", worker_ns, sys.executable, __file__, "--messages",

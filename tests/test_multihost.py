@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -79,18 +78,8 @@ class Host:
         return proc.stdout + proc.stderr
 
     def settings(self):
-        saved = {k: os.environ.get(k) for k in ("ARTOO_HOME", "ARTOO_WORKSPACE", "ARTOO_RUN_DIR")}
-        try:
-            os.environ.pop("ARTOO_RUN_DIR", None)
-            os.environ["ARTOO_HOME"] = str(self.home)
-            os.environ["ARTOO_WORKSPACE"] = self.env["ARTOO_WORKSPACE"]
-            return load_settings()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        return load_settings(home=self.home, workspace=Path(self.env["ARTOO_WORKSPACE"]),
+                             run_dir_override="")
 
     def down(self) -> None:
         settings = self.settings()
