@@ -94,6 +94,8 @@ def status(as_json: bool, window: float) -> None:
     settings = _settings()
     try:
         report = daemon.collect_status(settings, window_s=window)
+    except daemon.DaemonError as exc:
+        fail(str(exc), 2)
     except BusTimeout:
         report = {"home": str(settings.home), "supervisord_pid": daemon.supervisord_pid(settings),
                   "bus": "unreachable", "bus_signing": daemon.signing_state(settings),
