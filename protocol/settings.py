@@ -7,6 +7,7 @@ read its configuration before it has anything else.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 from dataclasses import dataclass, field, fields
@@ -332,7 +333,6 @@ HOST_FILE = "host.json"
 def read_host_file(home: Path) -> dict:
     """This data dir's host role (`artoo up --listen/--join/--roles/--host-name` saves it there),
     so every later command of the host (`run`, `status`, `down`) talks to the same bus."""
-    import json
     try:
         data = json.loads((Path(home) / HOST_FILE).read_text())
     except (OSError, ValueError):
@@ -342,7 +342,6 @@ def read_host_file(home: Path) -> dict:
 
 
 def write_host_file(settings: Settings) -> None:
-    import json
     body = {k: getattr(settings, k) for k in HOST_FIELDS if getattr(settings, k)}
     path = settings.home / HOST_FILE
     if not body:
