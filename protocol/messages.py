@@ -263,6 +263,9 @@ class SubTask(Body):
     deadline_at: float = 0.0
     options: RunOptions = Field(default_factory=RunOptions)
     goal: str = ""                        # the user's own words, when this subtask is the goal
+    # calls that earlier, rejected rounds of this task already ran: the executor does not run them
+    # again (a model at temperature 0 given nearly the same prompt repeats its first command)
+    tried_calls: list[ToolCallRecord] = Field(default_factory=list)
 
 
 class DispatchManifest(Body):

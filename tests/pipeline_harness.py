@@ -107,8 +107,9 @@ class FakeSpawner:
                                         pid=os.getpid(), spawner=self.client.node, exit_code=0,
                                         reason="completed" if result else "crashed"))
 
-    def outcome(self, st, status: str, output: Any, reason: str | None = None) -> None:
-        self.effector.send(SubTaskOutcome(
+    def outcome(self, st, status: str, output: Any, reason: str | None = None,
+                tool_calls: list | None = None) -> None:
+        self.effector.send(SubTaskOutcome(tool_calls=tool_calls or [],
             task_id=st.parent_task_id, subtask_id=st.subtask_id, parent_task_id=st.parent_task_id,
             intent=st.intent, success_criteria=st.success_criteria, status=status, output=output,
             failure_reason=reason or (None if status == "matched" else "scripted failure"),

@@ -266,3 +266,73 @@ def test_local_plain_text_protocol_keeps_quotes_intact():
     d = parse_derivation("FILE: none\nCOMMAND: grep -c \"x y\" a.txt")
     assert (d.output_file, d.command) == ("", 'grep -c "x y" a.txt')
     assert parse_derivation("FILE: out.txt\nCOMMAND: `sort a.txt`").command == "sort a.txt"
+
+
+def test_python_replies_run_as_programs_with_their_missing_imports(settings, toolbox):
+    from services.roles.executor import parse_local_step, python_command
+    step = parse_local_step("PYTHON:\n```python\nrows = list(csv.reader(open('a.csv')))\n"
+                            "print(len(rows))\n```\nThis counts the rows.\nANSWER: 3")
+    assert step.command.startswith("python3 -c ") and "import csv\n" in step.command
+    assert "This counts" not in step.command and step.output == "3"
+    own = "import json, os\nprint(os.sep, json.dumps(1))"
+    assert python_command(own) == "python3 -c '" + own + "'"     # nothing added
+    (settings.workspace / "n.txt").write_text("1\n2\n3\n")
+    llm = FakeLLM("PYTHON:\nprint(sum(int(x) for x in open('n.txt')))", "ANSWER: 6", local=True)
+    result = Executor(subtask("add up n.txt"), llm, toolbox, settings).run_attempt(1)
+    assert (result.status, result.output) == ("completed", "6")
+    assert result.tool_calls[0].output.strip() == "6" and not result.tool_calls[0].error
+
+
+def test_a_data_file_task_asks_for_python_first_and_a_retry_for_the_other_form(settings, toolbox):
+    from protocol.messages import CorrectionSignal
+    (settings.workspace / "sales.csv").write_text("id,amount\n1,2.5\n2,4\n")
+    (settings.workspace / "docs").mkdir()
+    asks = lambda llm: llm.prompts[0].rsplit("\n", 1)[-1]   # noqa: E731
+    llm = FakeLLM("PYTHON:\nprint(6.5)", "ANSWER: 6.5", "COMMAND: echo 6.5", "ANSWER: 6.5",
+                  local=True)
+    ex = Executor(subtask("total", goal="What is the total amount in sales.csv?"), llm, toolbox,
+                  settings)
+    ex.run_attempt(1)
+    assert asks(llm) == "Reply with your first PYTHON: program."
+    llm.prompts.clear()
+    ex.run_attempt(2, CorrectionSignal(task_id="run-unit", subtask_id="st-1", attempt_number=1,
+                                       what_was_wrong="wrong total"))
+    assert asks(llm) == "Reply with your first COMMAND:."       # the other form this time
+    other = FakeLLM("COMMAND: ls docs", "ANSWER: none", local=True)
+    Executor(subtask("list", goal="What is in docs?"), other, toolbox, settings).run_attempt(1)
+    assert asks(other) == "Reply with your first COMMAND:."
+    missing = FakeLLM("COMMAND: ls", "ANSWER: none", local=True)
+    Executor(subtask("x", goal="Sum report.csv"), missing, toolbox, settings).run_attempt(1)
+    assert asks(missing) == "Reply with your first COMMAND:."   # not there: nothing to parse
+
+
+def test_calls_of_rejected_attempts_and_rounds_are_not_run_again(settings, toolbox):
+    from protocol.messages import CorrectionSignal
+    llm = FakeLLM("COMMAND: echo 1 >> log.txt", "ANSWER: 1",
+                  "COMMAND: echo 1 >> log.txt", "COMMAND: echo 2 >> log.txt", "ANSWER: 2",
+                  local=True)
+    ex = Executor(subtask("log"), llm, toolbox, settings)
+    ex.run_attempt(1)
+    result = ex.run_attempt(2, CorrectionSignal(task_id="run-unit", subtask_id="st-1",
+                                                attempt_number=1, what_was_wrong="wrong"))
+    assert (settings.workspace / "log.txt").read_text() == "1\n2\n"     # the repeat never ran
+    assert "NOT RUN AGAIN" in llm.prompts[3] and result.output == "2"
+    # a later round gets the earlier rounds' calls with its subtask: proposing only those ends
+    # the attempt after two refusals, with nothing run
+    tried = [ToolCallRecord(tool="shell", arguments={"command": "echo 1 >> log.txt"},
+                            target="echo 1 >> log.txt", output="")]
+    stuck = FakeLLM("COMMAND: echo 1 >> log.txt", "COMMAND:   echo 1  >> log.txt", local=True)
+    result = Executor(subtask("log", tried_calls=tried), stuck, toolbox, settings).run_attempt(1)
+    assert result.status == "uncertain" and "already failed" in result.uncertainty
+    assert result.tool_calls == [] and (settings.workspace / "log.txt").read_text() == "1\n2\n"
+
+
+def test_a_miscopied_answer_gives_way_to_the_one_value_the_program_printed(settings, toolbox):
+    llm = FakeLLM("COMMAND: echo Priya Natarajan", "ANSWER: Tom Becker", local=True)
+    result = Executor(subtask("who"), llm, toolbox, settings).run_attempt(1)
+    assert result.output == "Priya Natarajan"
+    # several lines printed: which one was meant is R4a's to judge, so the claim stays
+    llm = FakeLLM("COMMAND: printf '3\\n4\\n'", "ANSWER: 7", local=True)
+    assert Executor(subtask("sum"), llm, toolbox, settings).run_attempt(1).output == "7"
+    llm = FakeLLM("COMMAND: echo $((1+2)) $((2+2))", "ANSWER: 4", local=True)   # printed: kept
+    assert Executor(subtask("max"), llm, toolbox, settings).run_attempt(1).output == "4"

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from pipeline_harness import FakeSpawner, pipeline_stack, run_id
-from protocol.messages import LossBreakdown, PlanDirective, TaskCancel, TaskSpec
+from protocol.messages import (LossBreakdown, PlanDirective, TaskCancel, TaskSpec,
+                               ToolCallRecord)
 from replies_pipeline import INVALID_JSON, PROSE, empty_plan, plan, subtask
 from services.roles.dispatcher import PRIOR_OUTPUTS_HEADING
 from services.roles.planner import PlanReply, normalise_sequences, validate_plan
@@ -151,7 +152,10 @@ def test_failed_step_skips_later_groups_and_replan_carries_must_not(stack):
                                   subtask("summarise", ["summary"], sequence=2)), task=rid)
     send_spec(stack, rid)
     st = stack.spawner.rec.wait_for(lambda: assigns(stack, rid))[0].subtask
-    stack.spawner.outcome(st, "failed", None, reason="cat: /etc/app.conf: No such file")
+    tried = ToolCallRecord(tool="shell", arguments={"command": "cat /etc/app.conf"},
+                           target="cat /etc/app.conf", output="x" * 5000)
+    stack.spawner.outcome(st, "failed", None, reason="cat: /etc/app.conf: No such file",
+                          tool_calls=[tried])
     skipped = stack.mv.wait_for(lambda: [o for o in stack.mv.of("SubTaskOutcome", rid)
                                          if o.intent == "summarise"], what="skip of sequence 2")[0]
     assert skipped.status == "failed" and "not run" in skipped.failure_reason
@@ -178,6 +182,9 @@ def test_failed_step_skips_later_groups_and_replan_carries_must_not(stack):
     assert new.subtask_id in manifest.subtask_ids and new.intent == "find the config elsewhere"
     assert new.blocked_tools == ["web_search"] and new.blocked_targets == ["/etc/app.conf"]
     assert "MUST NOT" in new.context
+    # the failed round's calls travel with the new subtask (outputs cut), not to be run again
+    assert [c.target for c in new.tried_calls] == ["cat /etc/app.conf"]
+    assert len(new.tried_calls[0].output) < 400
 
 
 def test_dead_effector_becomes_a_failed_outcome(stack):

@@ -28,7 +28,7 @@ from protocol.bus import BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (Criterion, DispatchManifest, EffectorExited, EffectorStarted,
                                SubTask, SubTaskAssign, SubTaskClaim, SubTaskOffer, SubTaskOutcome,
-                               TaskSpec)
+                               TaskSpec, ToolCallRecord)
 from protocol.settings import Settings
 
 from services.runtime import tasklog
@@ -90,6 +90,19 @@ class TaskPlan:
         if idx >= len(self.groups):
             return []
         return [st for st in self.subtasks.values() if st.sequence == self.groups[idx]]
+
+    def tried_calls(self, keep: int = 12, output_chars: int = 300) -> list[ToolCallRecord]:
+        """The calls of this round's failed subtasks, and those earlier rounds had tried, one per
+        distinct call (newest kept), for the next round's executor not to run again."""
+        calls = [c for st in self.subtasks.values() for c in st.tried_calls]
+        calls += [c for out in self.outcomes.values() if out.status == "failed"
+                  for c in out.tool_calls if not c.law1]
+        seen: dict[str, ToolCallRecord] = {}
+        for c in calls:
+            key = c.tool + json.dumps(c.arguments, sort_keys=True, default=str)
+            seen.pop(key, None)
+            seen[key] = c.model_copy(update={"output": head_tail(c.output, output_chars)})
+        return list(seen.values())[-keep:]
 
     def describe_outcomes(self) -> str:
         """A compact account of the last round for the replan prompt."""
@@ -210,6 +223,7 @@ class Dispatcher:
         task = spec.task_id
         suffix = secrets.token_hex(2)
         subtasks: dict[str, SubTask] = {}
+        tried = previous.tried_calls() if previous else []
         for i, planned in enumerate(reply.subtasks, 1):
             sid = f"st{round_}.{i}-{suffix}"
             context = planned.context.strip()
@@ -222,7 +236,7 @@ class Dispatcher:
                 context=context, sequence=planned.sequence or 1, plan_round=round_,
                 blocked_tools=blocked_tools, blocked_targets=blocked_targets,
                 deadline_at=spec.deadline_at, options=spec.options,
-                goal=spec.raw_input if len(reply.subtasks) == 1 else "")
+                goal=spec.raw_input if len(reply.subtasks) == 1 else "", tried_calls=tried)
         plan = TaskPlan(spec=spec, round=round_,
                         task_criteria=[Criterion(text=c.text.strip(), mode=c.mode)
                                        for c in reply.task_criteria if c.text.strip()],

@@ -13,8 +13,10 @@ LLM and parse errors end the attempt as `failed` with the error text, never sile
 from __future__ import annotations
 
 import json
+import os
 import logging
 import re
+import shlex
 import time
 from typing import Any, Literal, Optional
 
@@ -149,48 +151,103 @@ Rules:
 # quotes, and under a JSON grammar the small model ended the string at the first unescaped `"`
 # (`awk -F, 'NR>1 && $2==` ran as the command). Shorter, concrete, byte-stable per workspace so
 # the llama.cpp prompt cache serves it.
-_LOCAL_SYSTEM = """You are the Executor of artoo. Do ONE task on this machine with bash commands, one per reply.
+_LOCAL_SYSTEM = """You are the Executor of artoo. Do ONE task on this machine, one step per reply.
 Workspace (the current directory): {workspace}
-Reply with exactly one line in one of these forms:
+Reply in exactly one of these forms:
+PYTHON:
+<a short python3 program that does the task and prints the result>
 COMMAND: <one bash command>
-ANSWER: <only the value(s) the task asks for, copied from a command output above>
+ANSWER: <only the value(s) the task asks for, copied from an output above>
 NOT POSSIBLE: <what does not exist: no such file, name, key or column>
 Rules:
 - Use the real file names, columns and formats shown in the workspace files below.
-- Prefer one command that does every step and prints the result, for example:
+- To read data inside files (CSV, JSON, log lines, key=value settings), write PYTHON: open the file, split each record into its fields (csv.DictReader, json.load, line.split()), select by the exact field the task names, and print the final value (or write the output file).
+- For files and folders (find, count, copy, rename), one COMMAND: that does every step, e.g.
   COMMAND: find src -type f -name '*.txt' | wc -l
-  COMMAND: awk -F, -v k=x 'NR>1 && $2==k {{n++; s+=$3}} END {{print n, s}}' data.csv
-  COMMAND: grep -w ERROR app.log > errors.txt && cat errors.txt
-- Never count or add up in your head: run a command that prints the final value.
+- Never count or add up in your head: the program prints the final value.
 - Match names, keys and words exactly, never a similar one.
-- When the task selects lines or rows by a field, column or level, compare that exact field (awk), not a word anywhere in the line.
-- To delete or overwrite a file, just run the command: the operator approves it.
-- If a command was refused ([LAW1]), report that; do not try another way around it.
-- ANSWER only when a command output above shows the task is done."""
-_LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|ANSWER|NOT[ _]POSSIBLE|FAILED)(?:\*\*)?\s*:\s*",
+- To delete or overwrite a file, just do it: the operator approves it.
+- If a step was refused ([LAW1]), report that; do not try another way around it.
+- ANSWER only when an output above shows the task is done."""
+_LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|PYTHON|ANSWER|NOT[ _]POSSIBLE|FAILED)(?:\*\*)?\s*:\s*",
                           re.I | re.M)
 _FENCE = re.compile(r"^```[a-z]*\s*\n?|\n?```\s*$", re.I)
+
+
+_STDLIB = ("csv", "json", "os", "re", "sys", "math", "glob", "collections", "statistics",
+           "datetime", "pathlib", "shutil", "configparser")
+PYTHON_PREFIX = "python3 -c "
+
+
+def python_command(code: str) -> str:
+    """A PYTHON: reply as the shell command that runs it (`python3 -c '…'`, quoted for bash), so
+    it goes through the same Law 1 gate, sandbox, journal and records as any command. Standard
+    modules the program uses but forgot to import are imported (the small model often does)."""
+    missing = [m for m in _STDLIB if re.search(rf"\b{m}\.", code)
+               and not re.search(rf"^\s*(?:import|from)\s[^\n]*\b{m}\b", code, re.M)]
+    if missing:
+        code = f"import {', '.join(missing)}\n{code}"
+    return PYTHON_PREFIX + shlex.quote(code)
+
+
+_DATA_FILE = re.compile(r"[\w./-]+\.(?:csv|tsv|json|jsonl|log|ini|env|cfg|conf|ya?ml|toml|xml)\b",
+                        re.I)
+
+
+def names_data_file(text: str, workspace: str) -> bool:
+    """Whether the task names a data file (CSV, JSON, log, config) that exists in the workspace:
+    reading records by their fields is what a short Python program gets right and a one-line
+    grep/awk/cut often does not (a word matched anywhere in the line, quoted commas, a header)."""
+    names = {m.group(0).strip("./") for m in _DATA_FILE.finditer(text or "")}
+    if not names:
+        return False
+    base = os.path.realpath(workspace)
+    for name in names:
+        if os.path.isfile(os.path.join(base, name)):
+            return True
+    wanted = {os.path.basename(n) for n in names}
+    for _, _, files in os.walk(base):
+        if wanted.intersection(files):
+            return True
+    return False
+
+
+def _python_code(body: str) -> str:
+    """The program of a PYTHON: reply: fences and any prose after the closing fence dropped."""
+    fenced = re.match(r"\s*```[a-z0-9]*[ \t]*\n(.*?)(?:\n```|$)", body, re.S | re.I)
+    code = fenced.group(1) if fenced else body
+    return code.strip("\n").rstrip()
 
 
 def parse_local_step(text: str) -> ExecutorStep:
     """The local executor's plain-text reply as a step; ValueError when it has no known form."""
     match = _LOCAL_REPLY.search(text or "")
     if not match:
-        fenced = re.search(r"```(?:bash|sh)?\s*\n(.+?)```", text or "", re.S)
+        fenced = re.search(r"```(bash|sh|python3?|py)?\s*\n(.+?)```", text or "", re.S)
         if fenced:
-            return ExecutorStep(action="tool", tool="shell", command=fenced.group(1).strip())
-        raise ValueError("the reply has no COMMAND:, ANSWER: or NOT POSSIBLE: line")
+            code = fenced.group(2).strip()
+            command = python_command(code) if (fenced.group(1) or "").startswith("py") else code
+            return ExecutorStep(action="tool", tool="shell", command=command)
+        raise ValueError("the reply has no PYTHON:, COMMAND:, ANSWER: or NOT POSSIBLE: line")
     kind = match.group(1).upper().replace("_", " ")
-    body = _FENCE.sub("", (text or "")[match.end():].strip()).strip()
+    rest = (text or "")[match.end():]
     after = None
-    if kind != "COMMAND":       # an answer is one line; what follows is commentary
-        body = body.splitlines()[0].strip() if body else ""
+    if kind in ("COMMAND", "PYTHON"):
+        nxt = _LOCAL_REPLY.search(rest)
+        after = parse_local_step(rest[nxt.start():]) if nxt else None
+        rest = rest[:nxt.start()] if nxt else rest
+    if kind == "PYTHON":
+        body = _python_code(rest)
+        if not body.strip():
+            raise ValueError("PYTHON: has no program")
+        body = python_command(body)
     else:
-        nxt = _LOCAL_REPLY.search(body)
-        after = parse_local_step(body[nxt.start():]) if nxt else None
-        body = body[:nxt.start()].strip() if nxt else body
-        body = body.strip("`").strip()
-    if kind == "COMMAND":
+        body = _FENCE.sub("", rest.strip()).strip()
+        if kind == "COMMAND":
+            body = body.strip("`").strip()
+        else:                   # an answer is one line; what follows is commentary
+            body = body.splitlines()[0].strip() if body else ""
+    if kind in ("COMMAND", "PYTHON"):
         if not body:
             raise ValueError("COMMAND: is empty")
         step = ExecutorStep(action="tool", tool="shell", command=body)
@@ -203,6 +260,7 @@ def parse_local_step(text: str) -> ExecutorStep:
 
 
 LOCAL_OUTPUT_CHARS = 1000
+LOCAL_MAX_TOKENS = 320       # a PYTHON: program is longer than a one-line command
 LOCAL_TOOLS = ("shell",)
 
 
@@ -225,6 +283,10 @@ class Executor:
         self.history: list[ToolCallRecord] = []        # every call of every attempt
         self.task_id = subtask.parent_task_id
         self._overview: Optional[str] = None
+        # calls of rejected attempts and rounds: at temperature 0 the model, shown nearly the same
+        # prompt, proposes the same first command again; running it again only repeats the miss
+        self.tried: dict[str, ToolCallRecord] = {
+            signature(r.tool, r.arguments): r for r in subtask.tried_calls}
 
     # -- prompts ------------------------------------------------------------------------------
     def system_prompt(self) -> str:
@@ -280,13 +342,42 @@ class Executor:
             lines.append("If a command output above answers the task, reply ANSWER: <the "
                          "value(s)>; otherwise reply with the next COMMAND:.")
         elif self.local:
-            lines.append("Reply with your first COMMAND:.")
+            lines.append("Reply with your first PYTHON: program." if self._python_first()
+                         else "Reply with your first COMMAND:.")
         elif calls:
             lines.append("If these results satisfy the criteria, reply with the result now; "
                          "otherwise make the next tool call.")
         else:
             lines.append("Reply with your first tool call (or the result if no tool is needed).")
         return "\n".join(lines)
+
+    def _printed_answer(self, answer: Any, calls: list[ToolCallRecord], attempt: int) -> Any:
+        """The value the last command printed, when the model's ANSWER states values no output
+        shows and that command printed one short line: a program that prints the final value
+        has answered, and the small model miscopies it (another name from the file's first
+        lines, a sum done in its head). Anything else stays for R4a to judge."""
+        if not calls or calls[-1].error or not isinstance(answer, (str, int, float)):
+            return answer
+        printed = [ln.strip() for ln in (calls[-1].output or "").splitlines() if ln.strip()]
+        if len(printed) != 1 or len(printed[0]) > 120 or printed[0] == "(no output)":
+            return answer
+        goal = f"{self.subtask.goal}\n{self.subtask.intent}"
+        if not evidence.unsupported_values(str(answer), [(c.target, c.output) for c in calls],
+                                           goal):
+            return answer
+        tasklog.append(self.settings.tasks_dir, self.task_id, "answer_from_output",
+                       subtask_id=self.subtask.subtask_id, attempt=attempt,
+                       claimed=str(answer)[:200], printed=printed[0])
+        return printed[0]
+
+    def _python_first(self) -> bool:
+        """The form the local model is asked for first: after a rejected attempt the other one
+        (a different first prompt, not the same command again); else PYTHON: when the task reads
+        a data file. The model keeps whichever form it is asked for."""
+        if self.tried:
+            return not list(self.tried.values())[-1].target.startswith(PYTHON_PREFIX)
+        st = self.subtask
+        return names_data_file(f"{st.goal}\n{st.intent}", self.toolbox.workspace)
 
     def _transcript(self, calls: list[ToolCallRecord]) -> list[str]:
         """The newest result in full (already cut to output_chars); older ones shortened when
@@ -320,7 +411,7 @@ class Executor:
     def _step(self, system: str, prompt: str) -> ExecutorStep:
         if self.local:
             return parse_local_step(self.llm.complete_text(system, prompt, task_id=self.task_id,
-                                                           max_tokens=200))
+                                                           max_tokens=LOCAL_MAX_TOKENS))
         return self.llm.complete_json(ExecutorStep, system, prompt, task_id=self.task_id)
 
     def _run_once(self, attempt: int, turn: int, tool: str, args: dict[str, Any], sig: str
@@ -365,8 +456,10 @@ class Executor:
         calls: list[ToolCallRecord] = []
         notes: list[str] = []
         last_sig: Optional[str] = None
-        repeats = 0
+        repeats = refused = 0
         system = self.system_prompt()
+        for record in self.history:            # the earlier attempts of this subtask
+            self.tried[signature(record.tool, record.arguments)] = record
 
         def result(status: str, output: Any, uncertainty: Optional[str] = None
                    ) -> ExecutionResult:
@@ -398,6 +491,8 @@ class Executor:
                     # The small model says "failed" after clean tool runs it misread; let R4a
                     # judge the records instead of ending the subtask on that word.
                     status = "uncertain"
+                if self.local and status == "completed":
+                    output = self._printed_answer(output, calls, attempt)
                 return result(status, output, step.uncertainty)
             tool = step.tool.strip()
             args = step.tool_args()
@@ -420,6 +515,21 @@ class Executor:
                              f"call; its result is above. Use a different call, or reply with "
                              f"the result." + (" Reply ANSWER: now, taken from that output."
                                                if self.local else ""))
+                continue
+            earlier = self.tried.get(sig)
+            if earlier is not None and not any(c is earlier for c in calls):
+                tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call",
+                               subtask_id=self.subtask.subtask_id, attempt=attempt, tool=tool,
+                               tool_input=args, tried_before=True, executed=False)
+                refused += 1
+                if refused >= 2:
+                    return result("uncertain", calls[-1].output if calls else None,
+                                  "executor stuck: it proposes only calls that already failed")
+                shown = head_tail(earlier.output or earlier.error or "(no output)", 300)
+                notes.append(f"NOT RUN AGAIN: an earlier attempt already ran exactly this, and "
+                             f"that attempt was rejected. It printed:\n{shown}\nUse a different "
+                             f"approach" + (" (a PYTHON: program that parses the file is often "
+                                            "clearer)" if self.local else "") + ".")
                 continue
             last_sig, repeats = sig, 0
             blocked = self._blocked(tool, args)
