@@ -74,6 +74,9 @@ class LiveFeed:
                 self.error = f"bus unreachable ({exc})"
                 self._stop.wait(FEED_RETRY_S)
                 continue
+            if self._stop.is_set():   # stopped while connecting: nobody else will stop it
+                client.stop()
+                return
             self.client, self.error = client, ""
             self._broadcast({"type": "_console", "state": "live"})
             return
