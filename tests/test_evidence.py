@@ -119,6 +119,20 @@ def test_overview_shows_json_shape_and_missing_final_newline(tmp_path):
     assert "ok.txt (4 bytes)" in text
 
 
+def test_a_program_that_looks_for_a_word_anywhere_in_the_line_is_grep():
+    from services.roles.executor import python_command
+    naive = python_command("with open('app.log') as f:\n"
+                           "    print(sum(1 for line in f if 'ERROR' in line))")
+    assert ev.same_method(naive, 'grep -c "ERROR" app.log', ["app.log"])
+    assert ev.same_method(python_command("import re\nprint([l for l in open('a') "
+                                         "if re.search(r'ERROR', l)])"), "grep ERROR a", ["a"])
+    by_field = python_command("print(sum(1 for l in open('app.log') "
+                              "if l.split()[2] == 'ERROR'))")
+    assert not ev.same_method(by_field, 'grep -c "ERROR" app.log', ["app.log"])
+    assert not ev.same_method(by_field, python_command("print(0)"))    # another program
+    assert ev.same_method(by_field, by_field)
+
+
 def test_same_method_ignores_where_a_command_reads_and_writes():
     names = ["server.log", "warnings.txt"]
     assert ev.same_method("grep -w WARNING server.log > warnings.txt",

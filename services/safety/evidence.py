@@ -425,6 +425,9 @@ def method(command: str, names: Iterable[str] = ()) -> frozenset:
     `grep -w ERROR app.log > out.txt` and `cat app.log | grep -E 'ERROR'` share the stage
     (grep, {ERROR}); `cut -d, -f2- a.csv` is (cut, {}, {-d,, -f2-})."""
     skip = {n.lower().lstrip("./") for n in names}
+    program = _python_program(command)
+    if program is not None:
+        return _python_method(program)
     stages = []
     for stage in _STAGES.split(_REDIRECT.sub(" ", command or "")):
         try:
@@ -443,6 +446,33 @@ def method(command: str, names: Iterable[str] = ()) -> frozenset:
         opts = frozenset(w for w in rest if w.startswith("-"))
         stages.append((prog, args, opts))
     return frozenset(stages)
+
+
+_PY_C = re.compile(r"^\s*python[0-9.]*\s+-c\s", re.S)
+# `'ERROR' in line`, `"x" in l.split()`, `re.search('ERROR', line)`: a word looked for anywhere in
+# the line (or among its words), whatever field it is in
+_PY_LINE_TEST = re.compile(r"""(['"])([^'"\n]+)\1\s+in\s+[A-Za-z_][\w.]*(?:\(\))?"""
+                           r"""|re\.(?:search|findall|match)\(\s*r?(['"])([^'"\n]+)\3""")
+
+
+def _python_program(command: str) -> str | None:
+    """The program of a `python3 -c PROGRAM` command (the executor's PYTHON: form), else None."""
+    if not _PY_C.match(command or ""):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return words[2] if len(words) >= 3 and words[1] == "-c" else None
+
+
+def _python_method(program: str) -> frozenset:
+    """A program's method: its tests of a word anywhere in a line count as `grep WORD`, so a
+    program that counts lines containing ERROR and `grep -c ERROR` are one derivation; the rest
+    is its own stage (only the same program is the same method)."""
+    stages = {("grep", frozenset({m.group(2) or m.group(4)}), frozenset())
+              for m in _PY_LINE_TEST.finditer(program)}
+    return frozenset(stages | {("python", frozenset({" ".join(program.split())}), frozenset())})
 
 
 _AWK_MATCH = re.compile(r"^\s*/(.+)/\s*(\{\s*print(\s+\$0)?\s*;?\s*\})?\s*$")
