@@ -12,6 +12,17 @@ ALL = "*"
 LRU_CAP = 8192
 
 
+class _Defer:
+    def __repr__(self) -> str:
+        return "DEFER"
+
+
+# An acknowledged handler returns DEFER to leave the message unacknowledged and forgotten: its
+# sender re-sends it (backoff up to ack_max_backoff_s) and the next copy is handled afresh, by
+# whichever instance owns the task then (protocol/bus/membership.py).
+DEFER = _Defer()
+
+
 class BusTimeout(TimeoutError):
     pass
 

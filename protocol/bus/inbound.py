@@ -22,7 +22,7 @@ import zmq
 
 from ..envelope import Envelope, ProtocolError, decode, parse_body
 from ..messages import Body
-from .common import ALL, LRU_CAP, Subscription
+from .common import ALL, DEFER, LRU_CAP, Subscription
 
 log = logging.getLogger("artoo.bus")
 
@@ -141,6 +141,7 @@ class Inbound:
                 if state == "running":
                     continue
                 self._seen.put(env.id, "running")
+                self.busy[env.task] += 1
             elif not sub.request and self._signer is not None:
                 if fresh is None:
                     mac = frames[2]
@@ -176,6 +177,15 @@ class Inbound:
             self._answering.discard(env.id)
         if sub.ack:
             def finish():
+                left = self.busy[env.task] - 1
+                if left > 0:
+                    self.busy[env.task] = left
+                else:
+                    self.busy.pop(env.task, None)
+                if result is DEFER:  # not ours after all: a re-sent copy is handled afresh
+                    self._seen.pop(env.id, None)
+                    self.deferred += 1
+                    return
                 self._seen.put(env.id, "done")
                 self._ack(env, ok, error, role=sub.ack_role)
             self._call_in_loop(finish) if threaded else finish()

@@ -1,0 +1,67 @@
+"""Which instances of this process's own role are alive, from their heartbeats (issue 18).
+
+Partitioned roles (N instances, possibly on several hosts) own a task by rendezvous hashing over
+the instances that are alive (protocol/envelope.py `owner`): an instance counts itself alive always;
+a peer is alive while its heartbeats keep coming (at most `missing_after_s` apart); a peer never
+heard from counts as alive only during this process's first `missing_after_s` (a fresh process has
+not had time to hear anyone, and must not grab every task while it starts). So when an instance
+dies, after `missing_after_s` every survivor agrees it is gone and its tasks, and only its tasks,
+move to their next-ranked live instance; when it comes back, they move back.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from ..envelope import owner
+
+log = logging.getLogger("artoo.bus")
+
+
+class Membership:
+    def __init__(self, role: str, instance: int, instances: int, node: str,
+                 missing_after_s: float):
+        self.role, self.instance, self.instances, self.node = role, instance, instances, node
+        self.missing_after_s = missing_after_s
+        self.started = time.monotonic()
+        self.seen: dict[int, float] = {}            # peer instance -> monotonic time last heard
+        self.where: dict[int, str] = {}             # peer instance -> "node@host" (for reports)
+        self._last: frozenset[int] | None = None
+        self._lock = threading.Lock()
+
+    def on_heartbeat(self, env, hb) -> None:
+        if hb.role != self.role or hb.node == self.node or not 0 <= hb.instance < self.instances:
+            return
+        with self._lock:
+            self.seen[hb.instance] = time.monotonic()
+            self.where[hb.instance] = f"{hb.node}@{hb.host}" if hb.host else hb.node
+
+    def alive(self, now: float | None = None) -> frozenset[int]:
+        now = time.monotonic() if now is None else now
+        young = now - self.started < self.missing_after_s
+        with self._lock:
+            seen = dict(self.seen)
+        return frozenset(i for i in range(self.instances)
+                         if i == self.instance
+                         or (i in seen and now - seen[i] <= self.missing_after_s)
+                         or (i not in seen and young))
+
+    def owner(self, task_id: str) -> int:
+        return owner(task_id, self.instances, self.alive() if self.instances > 1 else None)
+
+    def check(self) -> tuple[frozenset[int], frozenset[int]]:
+        """(gone, back) since the last check; logged (a timer calls this every second)."""
+        now_alive = self.alive()
+        last, self._last = self._last, now_alive
+        if last is None:
+            return frozenset(), frozenset()
+        gone, back = last - now_alive, now_alive - last
+        for i in sorted(gone):
+            log.warning("%s: %s instance %d (%s) missing for %.0fs: its tasks move to the live "
+                        "instances", self.node, self.role, i, self.where.get(i, "never heard"),
+                        self.missing_after_s)
+        for i in sorted(back):
+            log.info("%s: %s instance %d (%s) is back", self.node, self.role, i,
+                     self.where.get(i, "?"))
+        return gone, back
