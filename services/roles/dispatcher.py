@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from protocol.bus import BusClient
+from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (Criterion, DispatchManifest, EffectorExited, EffectorStarted,
                                SubTask, SubTaskAssign, SubTaskClaim, SubTaskOffer, SubTaskOutcome,
@@ -153,6 +153,12 @@ class Dispatcher:
         self.spawner_seen: dict[str, float] = {}
         self.started = time.time()
         self._ended: dict[str, float] = {}
+        self.takeover = None   # the planner's Takeover (services/runtime/takeover.py)
+
+    def _defer(self, task_id: str) -> bool:
+        """An outcome or exit for a task whose plan another (missing) instance holds."""
+        return (self.takeover is not None and task_id not in self.plans
+                and not self.ended(task_id) and self.takeover.defer(task_id))
 
     # -- wiring --------------------------------------------------------------------------------
     def register(self) -> None:
@@ -358,6 +364,8 @@ class Dispatcher:
 
     def on_exited(self, env: Envelope, msg: EffectorExited) -> None:
         self.spawner_seen[msg.spawner] = time.time()
+        if self._defer(msg.task_id):
+            return DEFER
         with self.lock:
             plan = self.plans.get(msg.task_id)
             pl = plan.placements.get(msg.subtask_id) if plan else None
@@ -376,6 +384,8 @@ class Dispatcher:
         self.spawner_seen[beat.node] = time.time()
 
     def on_outcome(self, env: Envelope, outcome: SubTaskOutcome) -> None:
+        if self._defer(outcome.task_id):
+            return DEFER
         with self.lock:
             plan = self.plans.get(outcome.task_id)
             if (plan is None or outcome.subtask_id not in plan.subtasks

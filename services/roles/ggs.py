@@ -31,14 +31,15 @@ from typing import Any, Optional
 import click
 from pydantic import BaseModel, Field
 
-from protocol.bus import BusClient
+from protocol.bus import DEFER, BusClient
 from protocol.messages import (MESSAGE_TYPES, FinalResult, LlmUsage, LossBreakdown, MemoryWrite,
                                Megram, OutcomeSummary, PlanDirective, PlanningFailed, ReplanRequest,
-                               SubTaskOutcome, TaskCancel, TaskSpec)
+                               SubTaskOutcome, TaskCancel, TaskLost, TaskSpec)
 from protocol.settings import Settings, load_settings
 
 from services.runtime import tasklog
 from . import loss
+from services.runtime.takeover import Begun, Takeover
 from services.runtime.taskstate import TaskStateStore
 from .loss import GgsParams, RoundResult, Trajectory
 
@@ -98,6 +99,12 @@ class Solver:
         self.final_results = 0
         self._recovered = False
         self._key = 0
+        # Several instances (maybe on several hosts): the tasks of a dead instance are ended here
+        # (services/runtime/takeover.py); a task held but no longer owned is a backup only.
+        self.takeover = Takeover(client, settings, begins=("TaskSpec",), ends=("FinalResult",),
+                                 holds=lambda t: t in self.tasks or t in self.tombstones,
+                                 take_over=self.take_over)
+        self.backup_grace_s = self.takeover.settle_s + settings.missing_after_s
 
     # -- wiring --------------------------------------------------------------------------------
     def attach(self) -> "Solver":
@@ -106,18 +113,22 @@ class Solver:
         c.on("ReplanRequest", self.on_replan, ack=True, partition=True)
         c.on("OutcomeSummary", self.on_summary, ack=True, partition=True)
         c.on("PlanningFailed", self.on_planning_failed, ack=True, partition=True)
+        c.on("TaskLost", self.on_task_lost, ack=True, partition=True)
         c.on("LlmUsage", self.on_usage, partition=True)
         c.on("TaskCancel", self.on_cancel, partition=True,
              when=lambda env, _msg: env.sender != ROLE)
         c.add_timer(self.settings.ggs_watchdog_interval_s, self.tick)
         c.heartbeat_info = self.heartbeat_info
+        if self.takeover.active:
+            c.on("FinalResult", self.on_final_elsewhere, when=lambda env, _m: env.node != c.node)
+        self.takeover.attach()
         self.load()
         return self
 
     def heartbeat_info(self) -> dict:
         return {"tasks": len(self.tasks), "tombstones": len(self.tombstones),
                 "watchdog_at": self.watchdog_at, "decisions": self.decisions,
-                "final_results": self.final_results}
+                "final_results": self.final_results, **self.takeover.info()}
 
     def load(self) -> None:
         """Reload the tasks this instance owns (after a crash), deadlines included."""
@@ -143,8 +154,10 @@ class Solver:
         st = self.tasks.get(task_id)
         if st is None:
             now = self.clock()
+            begun = self.takeover.registry.get(task_id)   # its TaskSpec went to another instance
             st = TaskState(task_id=task_id, first_seen=now,
-                           deadline_at=now + self.settings.task_deadline_s)
+                           deadline_at=begun.deadline_at if begun else
+                           now + self.settings.task_deadline_s)
             self.tasks[task_id] = st
         st.intent = st.intent or intent
         st.intent_slug = st.intent_slug or slug
@@ -231,6 +244,11 @@ class Solver:
             return True
         return False
 
+    def deferred(self, task_id: str) -> bool:
+        """A message for a task another (missing) instance holds: not ours until taken over."""
+        return (task_id not in self.tasks and task_id not in self.tombstones
+                and self.takeover.defer(task_id))
+
     def on_task_spec(self, env, msg: TaskSpec) -> None:
         if self.ignore(env, msg):
             return
@@ -272,6 +290,8 @@ class Solver:
         return f"{st.llm_calls} of {st.llm_budget}" if spent else ""
 
     def on_replan(self, env, msg: ReplanRequest) -> None:
+        if self.deferred(msg.task_id):
+            return DEFER
         scored = self.score_round(env, msg)
         if scored is None:
             return
@@ -294,6 +314,8 @@ class Solver:
                         self.partial_output(st), msg.outcomes, msg.gap_summary)
 
     def on_summary(self, env, msg: OutcomeSummary) -> None:
+        if self.deferred(msg.task_id):
+            return DEFER
         scored = self.score_round(env, msg)
         if scored is None:
             return
@@ -305,11 +327,50 @@ class Solver:
         self.finish(st, "accept", res, summary, output, msg.outcomes, msg.summary)
 
     def on_planning_failed(self, env, msg: PlanningFailed) -> None:
+        if self.deferred(msg.task_id):
+            return DEFER
         if self.ignore(env, msg):
             return
         st = self.task(msg.task_id, msg.intent, msg.intent_slug)
         why = f"planning failed ({msg.error})" if msg.error else "planning failed"
         self.abandon_now(st, why, "planning_failed")
+
+    def on_task_lost(self, env, msg: TaskLost) -> None:
+        """Another role's instance took over this task without its state: end it now."""
+        if self.deferred(msg.task_id):
+            return DEFER
+        if self.ignore(env, msg):
+            return
+        begun = self.takeover.registry.get(msg.task_id)
+        spec = begun.msg if begun else None
+        st = self.task(msg.task_id, getattr(spec, "intent", ""), getattr(spec, "intent_slug", ""))
+        self.client.publish(TaskCancel(task_id=st.task_id, reason=f"{msg.role} state lost"))
+        self.abandon_now(st, msg.reason, "lost")
+
+    def take_over(self, begun: Begun) -> None:
+        """The GGS instance that held this task is gone, with the task's loss trajectory and
+        outbox: end the task now, honestly, rather than let it run on unwatched."""
+        spec = begun.msg
+        st = self.task(begun.task_id, spec.intent, spec.intent_slug)
+        st.created_at = spec.created_at or st.first_seen
+        st.deadline_at = begun.deadline_at
+        where = self.takeover.where(begun.holder)
+        self.log(st.task_id, "ggs_takeover", lost_instance=begun.holder, lost_where=where)
+        self.client.publish(TaskCancel(task_id=st.task_id, reason="ggs state lost"))
+        self.abandon_now(st, f"the GGS instance {begun.holder} ({where}) that held this task "
+                             f"stopped heartbeating; its loss trajectory and pending decisions were "
+                             f"lost with it", "lost")
+
+    def on_final_elsewhere(self, env, msg: FinalResult) -> None:
+        """Another instance delivered this task's FinalResult (it owns the task now): a task held
+        here as a backup ends silently, so only one FinalResult is ever delivered."""
+        st = self.tasks.pop(msg.task_id, None)
+        if st is None:
+            return
+        log.info("%s ended by %s; dropped here", msg.task_id, env.node)
+        tomb = Tombstone(task_id=st.task_id, ended_at=self.clock(), directive=msg.directive)
+        self.tombstones[st.task_id] = tomb
+        self.persist_tombstone(tomb)
 
     def on_cancel(self, env, msg: TaskCancel) -> None:
         if self.ignore(env, msg):
@@ -327,7 +388,9 @@ class Solver:
                 self.emit(st.task_id, list(st.outbox))
             for tomb in list(self.tombstones.values()):
                 self.emit(tomb.task_id, list(tomb.outbox))
-        for st in [s for s in self.tasks.values() if s.deadline_at and s.deadline_at <= now]:
+        owns = self.client.owns
+        for st in [s for s in self.tasks.values() if s.deadline_at and s.deadline_at <= now
+                   and (owns(s.task_id) or s.deadline_at + self.backup_grace_s <= now)]:
             # Tell every role to stop work on it, then deliver the honest abandon.
             self.client.publish(TaskCancel(task_id=st.task_id, reason="deadline exceeded"))
             limit = st.deadline_at - (st.created_at or st.first_seen)
