@@ -27,6 +27,7 @@ from protocol.bus.membership import Membership
 from protocol.envelope import owner, ranking
 from protocol.messages import TaskSpec
 from replies_pipeline import accept, perception, plan, subtask
+from services.runtime import tasklog
 from services.runtime.takeover import Takeover
 
 TASKS = [f"run-{i:05d}" for i in range(3000)]
@@ -207,13 +208,25 @@ def wait_instances(stack, want: set[tuple[str, int]], timeout: float = 40.0) -> 
     return pids
 
 
-def test_goals_hashed_to_a_dead_instance_complete_and_its_goal_ends_honestly():
+@pytest.mark.parametrize("own_home", [True, False], ids=["other-host", "same-host"])
+def test_goals_hashed_to_a_dead_instance_complete_and_its_goal_is_taken_over(own_home):
+    """Instance 1 of the planner and of GGS runs with its own data dir (as on another host: its
+    state files are out of reach once it dies) or with the shared one (as two instances on one
+    host). Either way new goals hashed to it complete; the goal it held ends honestly in the
+    first case and is resumed from its state files in the second — long before its deadline."""
     with pipeline_stack(["perceiver", "metaval"], FAST) as stack:
+        other = {}
+        if own_home:   # same bus (run dir) and bus key; its own state, logs and task logs
+            (stack.root / "hostb").mkdir()
+            other = {"ARTOO_HOME": str(stack.root / "hostb"),
+                     "ARTOO_RUN_DIR": str(stack.settings.run_dir),
+                     "ARTOO_BUS_KEY_FILE": str(stack.settings.bus_key_file)}
         for role in ("planner", "ggs"):
             for i in (0, 1):
                 stack.procs[f"{role}{i}"] = start_process(
                     ["-m", f"services.roles.{role}"],
-                    {"ARTOO_INSTANCE": str(i), "ARTOO_INSTANCES": "2"}, f"{role}{i}")
+                    {"ARTOO_INSTANCE": str(i), "ARTOO_INSTANCES": "2", **(other if i else {})},
+                    f"{role}{i}")
         wait_instances(stack, {(r, i) for r in ("planner", "ggs") for i in (0, 1)})
 
         holds: dict[str, threading.Event] = {}
@@ -264,6 +277,9 @@ def test_goals_hashed_to_a_dead_instance_complete_and_its_goal_ends_honestly():
         fresh = ids_owned_by(1, 2)
         for rid in fresh:
             submit(rid)
+        # the survivors take the held goal over (a heartbeat says so), then the effectors finish
+        for role in ("ggs",) if own_home else ("ggs", "planner"):
+            wait_beat(stack, role, lambda hb: hb.instance == 0 and hb.info.get("taken_over"))
         for ev in holds.values():
             ev.set()
 
@@ -276,9 +292,16 @@ def test_goals_hashed_to_a_dead_instance_complete_and_its_goal_ends_honestly():
             assert final.directive == "accept", final.summary
             assert env.node.startswith("ggs-0-"), env.node
         user.wait_for(lambda: finals(doomed), WAIT, f"the FinalResult of {doomed}")
-        _, lost = finals(doomed)[0]
-        assert lost.directive == "abandon" and lost.status == "abandoned"
-        assert "instance 1" in lost.summary and "stopped heartbeating" in lost.summary, lost.summary
+        env, taken = finals(doomed)[0]
+        assert env.node.startswith("ggs-0-"), env.node
+        if own_home:   # its plan and loss trajectory died with it: an honest abandon, at once
+            assert taken.directive == "abandon" and taken.status == "abandoned"
+            assert "instance 1" in taken.summary and "stopped heartbeating" in taken.summary, \
+                taken.summary
+        else:          # resumed from the state files instance 1 left on this machine
+            assert taken.directive == "accept", taken.summary
+            kinds = [e["kind"] for e in tasklog.read(stack.settings.tasks_dir, doomed)]
+            assert "planner_resumed" in kinds and "ggs_resumed" in kinds, kinds
 
         # every FinalResult the survivor sent has been acknowledged: none is still on its way
         survivor = wait_final_count(stack, expected=4)
@@ -287,20 +310,26 @@ def test_goals_hashed_to_a_dead_instance_complete_and_its_goal_ends_honestly():
             assert len({e.id for e, _ in finals(rid)}) == 1, rid   # exactly one each
 
 
-def wait_final_count(stack, expected: int) -> dict:
-    """The live GGS's heartbeat once it reports `expected` FinalResults and nothing unacked."""
+def wait_beat(stack, role: str, pred) -> dict:
+    """The first heartbeat of `role` that satisfies pred."""
     got: dict = {}
     done = threading.Event()
 
     def on_beat(env, hb):
-        if hb.role == "ggs" and hb.info.get("final_results") == expected and hb.unacked == 0:
+        if not done.is_set() and hb.role == role and pred(hb):
             got.update(hb.model_dump())
             done.set()
     probe = BusClient("user", settings=stack.settings, heartbeat=False)
-    probe.on("Heartbeat", on_beat, task="ggs")
+    probe.on("Heartbeat", on_beat, task=role)
     probe.start()
     try:
-        assert done.wait(WAIT), "the surviving GGS did not report its FinalResults"
+        assert done.wait(WAIT), f"no such heartbeat from {role}"
     finally:
         probe.stop()
     return got
+
+
+def wait_final_count(stack, expected: int) -> dict:
+    """The live GGS's heartbeat once it reports `expected` FinalResults and nothing unacked."""
+    return wait_beat(stack, "ggs", lambda hb: hb.info.get("final_results") == expected
+                     and hb.unacked == 0)

@@ -116,16 +116,20 @@ class BusClient(Inbound):
     # ------------------------------------------------------------------------------------------
     def on(self, type_name: str, fn: Handler, *, ack: bool | str = False, partition: bool = False,
            threaded: bool = False, request: bool = False, task: str | None = None,
-           when: Callable[[Envelope, Any], bool] | None = None, raw: bool = False) -> None:
+           when: Callable[[Envelope, Any], bool] | None = None, raw: bool = False,
+           every_copy: bool = False) -> None:
         """Handle messages of `type_name` ("*" = all). Register before start(), or the call
         blocks until the new subscription is proven live by a fresh handshake.
 
         `ack=True`: this process is a consumer (de-duplicate, acknowledge as its role); a role name
         acknowledges as that role: a process that stands in for another consumer (the scheduler
-        acks the FinalResult of the runs it started as `user`, the role GGS waits for)."""
+        acks the FinalResult of the runs it started as `user`, the role GGS waits for).
+        `every_copy`: an idempotent observer also sees re-sent copies (with signing on, a
+        non-acknowledging handler otherwise gets a byte-identical frame once)."""
         if type_name != ALL and type_name not in MESSAGE_TYPES:
             raise ValueError(f"unknown message type {type_name!r}")
-        sub = Subscription(type_name, fn, ack, partition, threaded, request, task, when, raw)
+        sub = Subscription(type_name, fn, ack, partition, threaded, request, task, when, raw,
+                           every_copy)
         self._subs.append(sub)
         if type_name == ALL:
             self._wildcard.append(sub)

@@ -39,6 +39,8 @@ class Subscription:
     task: Optional[str] = None     # only this task's messages
     when: Optional[Callable[[Envelope, Any], bool]] = None  # extra filter (e.g. "addressed to me")
     raw: bool = False              # receive the envelope only, skip body validation
+    every_copy: bool = False       # also byte-identical re-sends (an idempotent observer: no
+                                   # replay filter), e.g. a registry of the tasks begun on the bus
 
     @property
     def ack_role(self) -> str | None:

@@ -142,7 +142,7 @@ class Inbound:
                     continue
                 self._seen.put(env.id, "running")
                 self.busy[env.task] += 1
-            elif not sub.request and self._signer is not None:
+            elif not sub.request and self._signer is not None and not sub.every_copy:
                 if fresh is None:
                     mac = frames[2]
                     fresh = mac not in self._delivered

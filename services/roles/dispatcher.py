@@ -189,6 +189,22 @@ class Dispatcher:
                            group_idx=plan.group_idx)
             log.info("resumed plan of %s (round %d, group %d)", task_id, plan.round, plan.group_idx)
 
+    def resume_one(self, task_id: str) -> bool:
+        """Take over one task's plan from its state file on this machine (its holder ran here)."""
+        data = self.store.load(task_id)
+        if not data:
+            return False
+        try:
+            plan = TaskPlan.from_dict(data)
+        except Exception as exc:  # noqa: BLE001 - then it is ended instead
+            log.warning("unreadable plan state of %s: %s", task_id, exc)
+            return False
+        with self.lock:
+            self.plans[task_id] = plan
+        tasklog.append(self.settings.tasks_dir, task_id, "planner_resumed", plan_round=plan.round,
+                       group_idx=plan.group_idx, taken_over=True)
+        return True
+
     def get(self, task_id: str) -> TaskPlan | None:
         with self.lock:
             return self.plans.get(task_id)

@@ -145,6 +145,32 @@ class Solver:
         if self.tasks or self.tombstones:
             log.info("recovered %d live task(s) and %d tombstone(s)", len(self.tasks),
                      len(self.tombstones))
+        if self.takeover.active:
+            others = self.store.load_all(lambda t: not self.client.owns(t))
+            self.takeover.register_files({
+                t: {"deadline_at": (r.get("task") or {}).get("deadline_at", 0)}
+                for t, r in others.items() if r.get("kind") != "ended"})
+
+    def resume_file(self, task_id: str) -> bool:
+        """Take over a task from its state file on this machine (the instance that held it ran
+        here): its trajectory, deadline and unacknowledged outbox carry on."""
+        record = self.store.load(task_id)
+        if not record:
+            return False
+        try:
+            if record.get("kind") == "ended":
+                tomb = Tombstone.model_validate(record)
+                self.tombstones[task_id] = tomb
+                self.emit(task_id, list(tomb.outbox))
+                return True
+            st = TaskState.model_validate(record["task"])
+        except Exception as exc:  # noqa: BLE001 - then it is ended instead
+            log.error("unreadable GGS state for %s: %s", task_id, exc)
+            return False
+        self.tasks[task_id] = st
+        self.log(task_id, "ggs_resumed", deadline_at=st.deadline_at, replans=st.trajectory.replans)
+        self.emit(task_id, list(st.outbox))
+        return True
 
     # -- state helpers -------------------------------------------------------------------------
     def ended(self, task_id: str) -> bool:
@@ -348,11 +374,14 @@ class Solver:
         self.abandon_now(st, msg.reason, "lost")
 
     def take_over(self, begun: Begun) -> None:
-        """The GGS instance that held this task is gone, with the task's loss trajectory and
-        outbox: end the task now, honestly, rather than let it run on unwatched."""
+        """The GGS instance that held this task is gone: resume it from its state file if that is
+        on this machine; else its loss trajectory and outbox are lost with it, and the task ends
+        now, honestly, rather than run on unwatched."""
+        if self.resume_file(begun.task_id):
+            return
         spec = begun.msg
-        st = self.task(begun.task_id, spec.intent, spec.intent_slug)
-        st.created_at = spec.created_at or st.first_seen
+        st = self.task(begun.task_id, getattr(spec, "intent", ""), getattr(spec, "intent_slug", ""))
+        st.created_at = getattr(spec, "created_at", 0.0) or st.first_seen
         st.deadline_at = begun.deadline_at
         where = self.takeover.where(begun.holder)
         self.log(st.task_id, "ggs_takeover", lost_instance=begun.holder, lost_where=where)

@@ -178,12 +178,17 @@ class MetaValidator:
     def resume(self) -> None:
         """Reload fan-ins of a killed predecessor; evaluate rounds that were complete."""
         for task_id, state in self.store.load_all(self.client.owns).items():
+            self._resume_state(task_id, state)
+        self.takeover.register_files(self.store.load_all(lambda t: not self.client.owns(t)))
+
+    def _resume_state(self, task_id: str, state: dict, taken_over: bool = False) -> None:
+        with self.lock:
             self.tasks[task_id] = state
-            tasklog.append(self.settings.tasks_dir, task_id, "metaval_resumed",
-                           plan_round=state.get("round"))
-            state["evaluating_round"] = state.get("evaluated_round", -1)  # the evaluation died with us
-            self._send_pending(state)
-            self._maybe_evaluate(state)
+        tasklog.append(self.settings.tasks_dir, task_id, "metaval_resumed",
+                       plan_round=state.get("round"), taken_over=taken_over or None)
+        state["evaluating_round"] = state.get("evaluated_round", -1)  # the evaluation died with us
+        self._send_pending(state)
+        self._maybe_evaluate(state)
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -221,8 +226,12 @@ class MetaValidator:
         return not self._holds(task_id) and self.takeover.defer(task_id)
 
     def _take_over(self, begun: Begun) -> None:
-        """The instance holding this task's fan-in is gone with the outcomes it had acknowledged:
-        GGS ends the task (TaskLost)."""
+        """The instance holding this task's fan-in is gone: resume the fan-in from its state file
+        on this machine; else the outcomes it had acknowledged are lost and GGS ends the task."""
+        state = self.store.load(begun.task_id)
+        if state and state.get("task_id") == begun.task_id:
+            self._resume_state(begun.task_id, state, taken_over=True)
+            return
         msg = self.takeover.lost(begun, ROLE, "the outcomes of its plan round it had collected")
         tasklog.append(self.settings.tasks_dir, begun.task_id, "metaval_lost", reason=msg.reason)
         self.on_end(None, SimpleNamespace(task_id=begun.task_id))   # state file on this host too

@@ -229,6 +229,7 @@ class Perceiver:
     def resume(self) -> None:
         """Reload clarifications that were waiting for the operator when we were killed."""
         self.pending.update(self.store.load_all(self.client.owns))
+        self.takeover.register_files(self.store.load_all(lambda t: not self.client.owns(t)))
 
     @property
     def llm(self) -> LLMClient:
@@ -257,7 +258,15 @@ class Perceiver:
             return task_id in self.pending or task_id in self.done
 
     def _take_over(self, begun: Begun) -> None:
-        """The instance that asked the question is gone with the request: GGS ends the task."""
+        """The instance that asked the question is gone: its state file on this machine keeps
+        the request and the question (the answer still finds it), else GGS ends the task."""
+        state = self.store.load(begun.task_id)
+        if state and state.get("task_id") == begun.task_id:
+            with self.lock:
+                self.pending[begun.task_id] = state
+            tasklog.append(self.settings.tasks_dir, begun.task_id, "perceiver_resumed",
+                           round=state.get("round"))
+            return
         msg = self.takeover.lost(begun, ROLE, "the request and the clarification it was waiting for")
         with self.lock:
             self.done[begun.task_id] = time.time()

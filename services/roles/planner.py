@@ -317,8 +317,11 @@ class Planner:
             self.dispatcher.ended(task_id)
 
     def _take_over(self, begun: Begun) -> None:
-        """The planner instance holding this task's plan is gone: GGS ends the task (TaskLost)."""
+        """The planner instance holding this task's plan is gone: resume the plan from its state
+        file on this machine, else GGS ends the task (TaskLost)."""
         task = begun.task_id
+        if self.dispatcher.resume_one(task):
+            return   # its state file is on this machine: the plan carries on here
         msg = self.takeover.lost(begun, ROLE, "its plan and the dispatch state of its subtasks")
         tasklog.append(self.settings.tasks_dir, task, "planning_failed", error=msg.reason)
         self.dispatcher.drop(task)          # ended here; a state file on this host goes too
@@ -438,6 +441,8 @@ def setup(client: BusClient, settings: Settings) -> Planner:
         log.warning("LLM not configured yet: %s", exc)
     planner.register()
     planner.dispatcher.resume()
+    planner.takeover.register_files(
+        planner.dispatcher.store.load_all(lambda t: not client.owns(t)))
     return planner
 
 

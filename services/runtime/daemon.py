@@ -114,11 +114,10 @@ def daemon_env(settings: Settings, extra: dict[str, str] | None = None) -> dict[
             env[env_name(name)] = getattr(settings, name)
     roles = host_roles(settings)
     first, total = parse_instances(settings.host_instances)
-    if total and (not roles or set(roles) & set(PARTITIONED)) and \
-            first + int(env["ARTOO_SCALE"]) > total:
-        raise DaemonError(f"--instances {settings.host_instances}: this host's "
-                          f"{env['ARTOO_SCALE']} instance(s) (ARTOO_SCALE) from {first} do not fit "
-                          f"in {total}")
+    scale = (extra or {}).get("ARTOO_SCALE") or env["ARTOO_SCALE"]
+    if total and (not roles or set(roles) & set(PARTITIONED)) and first + int(scale) > total:
+        raise DaemonError(f"--instances {settings.host_instances}: this host's {scale} "
+                          f"instance(s) (ARTOO_SCALE) from {first} do not fit in {total}")
     if roles:
         env["ARTOO_SUPERVISORD_CONF"] = str(host_conf(settings, roles))
     env.update(extra or {})

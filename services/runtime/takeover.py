@@ -17,16 +17,19 @@ owner, which holds no state for them. The design, the simplest that leaves no ta
   owned without holding it for `settle_s` = ack_max_backoff_s + missing_after_s was acknowledged
   by an instance that is gone — any unacknowledged begin message would have been re-delivered here
   by then — so this instance takes it over.
-* **Taking over ends the task honestly.** The role's state for it (a plan, a round's fan-in, a loss
-  trajectory, a pending question) lived in the dead process; on another host its files are out of
-  reach, and resuming from a shared file while the old holder may still come back would let two
-  instances act on one task. So the new owner ends it at once with the reason (GGS abandons it;
-  the other roles send TaskLost, which GGS turns into the abandon), and deletes the role's state
-  file for it if it is on this machine, so a restarted holder does not resume an ended task. A
-  task ends ~missing_after_s + settle_s (≈ 10 s) after its holder died, not at its deadline.
+* **Taking over resumes the task if its state is here, else ends it honestly.** The role's state
+  for a task (a plan, a round's fan-in, a loss trajectory, a pending question) is in the holder's
+  memory and in its state file (services/runtime/taskstate.py) on the holder's machine. When that
+  file is on this machine (several instances of a role on one host share `$ARTOO_HOME/state/`),
+  the new owner loads it and carries on. Otherwise (the holder was on another host) it ends the
+  task at once with the reason: GGS abandons it; the other roles send TaskLost, which GGS turns
+  into the abandon. Either way the task moves on ~missing_after_s + settle_s (≈ 10 s) after its
+  holder died, not at its deadline. At start an instance also registers the state files on its
+  machine of tasks it does not own, so a task it had taken over before a restart of its own is
+  not forgotten.
 * **Handing back.** When a missing instance comes back, the tasks it ranks first move back to it.
   A live instance holding a task it no longer owns releases it (forgets it, keeps the state file:
-  on the same host the returning instance resumed from it). GGS instead keeps such a task as a
+  on the same host the returning instance reloaded it when it started). GGS instead keeps such a task as a
   backup: it acts on no message for it, drops it when another instance's FinalResult for it goes by,
   and enforces its deadline only `settle_s + missing_after_s` late — the no-hang guarantee holds
   even when the returning instance has no state for it.
@@ -49,7 +52,8 @@ REGISTRY_MAX = 50_000
 @dataclass
 class Begun:
     task_id: str
-    msg: Any                 # the latest begin message seen (TaskSpec, DispatchManifest, ...)
+    msg: Any                 # the latest begin message seen (TaskSpec, DispatchManifest, ...);
+                             # None for a task registered from a state file
     deadline_at: float
     holder: int              # the instance that owned the task when its begin message went by
     mine: bool               # a begin message reached this instance while it owned the task
@@ -79,10 +83,10 @@ class Takeover:
         """Subscribe and start the timer (nothing to do for a role with one instance)."""
         if not self.active:
             return self
-        for type_name in self.begins:
-            self.client.on(type_name, self._begin)
+        for type_name in self.begins:   # re-sent copies too: one may arrive once we own the task
+            self.client.on(type_name, self._begin, every_copy=True)
         for type_name in self.ends:
-            self.client.on(type_name, self._end)
+            self.client.on(type_name, self._end, every_copy=True)
         self.client.add_timer(1.0, self.tick)
         return self
 
@@ -107,6 +111,18 @@ class Takeover:
             entry.mine = entry.mine or mine
             if not mine:
                 entry.holder = holder
+
+    def register_files(self, states: dict[str, dict]) -> None:
+        """At start: state files on this machine of tasks another instance owns now (a sibling
+        instance's, or tasks this instance had taken over before it restarted): if their owner
+        turns out to be missing, they are taken over like any other."""
+        if not self.active:
+            return
+        for task, data in states.items():
+            if task not in self.registry:
+                deadline = float(data.get("deadline_at") or 0) or \
+                    time.time() + self.settings.task_deadline_s
+                self.registry[task] = Begun(task, None, deadline, self.client.owner_of(task), False)
 
     def _end(self, env, msg) -> None:
         self.registry.pop(getattr(msg, "task_id", ""), None)
