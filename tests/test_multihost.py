@@ -28,6 +28,7 @@ import pytest
 from audit_support import wait_until
 from pipeline_harness import Recorder
 from protocol.bus import BusClient
+from protocol.envelope import owner
 from protocol.settings import load_settings
 from replies_effector import all_met, result, shell
 from replies_pipeline import accept, perception, plan, subtask
@@ -160,17 +161,23 @@ def cluster():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_a_worker_host_runs_effectors_and_its_loss_fails_over(cluster):
-    main, worker, intruder = cluster["main"], cluster["worker"], cluster["intruder"]
-    join = cluster["join"]
-
-    # keys: invite on the main host, accept on the worker, allow its key on the main host
+def exchange_keys(cluster) -> Path:
+    """Invite on the main host, accept on the worker, allow its key on the main host."""
+    main, worker = cluster["main"], cluster["worker"]
     invitation = main.home / "invite.json"
     main.artoo("keys", "invite", "--out", str(invitation))
     assert oct(invitation.stat().st_mode & 0o777) == "0o600"
     accepted = worker.artoo("keys", "accept", str(invitation))
     worker_key = accepted.split("public key: ")[1].split()[0]
     main.artoo("keys", "allow", "worker", worker_key)
+    return invitation
+
+
+def test_a_worker_host_runs_effectors_and_its_loss_fails_over(cluster):
+    main, worker, intruder = cluster["main"], cluster["worker"], cluster["intruder"]
+    join = cluster["join"]
+
+    invitation = exchange_keys(cluster)
     intruder.artoo("keys", "accept", str(invitation))   # the secret leaked, but never allowed
 
     main.artoo("up", "--listen", join, "--host-name", "main")
@@ -246,6 +253,88 @@ def test_a_worker_host_runs_effectors_and_its_loss_fails_over(cluster):
             request_report(settings, timeout=3.0)), 30, "the missing host in an audit report")
         gone = next(h for h in report["missing_hosts"] if h["host"] == "worker")
         assert "spawner[0]" in gone["roles"]
+    finally:
+        watcher.stop()
+        session.close()
+
+
+PARTITIONED = ("perceiver", "planner", "metaval", "ggs")
+
+
+def test_partitioned_roles_split_across_hosts_and_fail_over(cluster):
+    """Instance 0 of each partitioned role on the main host, instance 1 on the worker
+    (`--instances 0/2` and `1/2`). A goal hashed to instance 1 runs on the worker's roles; the
+    worker is cut off and killed while it holds that goal: the goal ends honestly (its state was
+    on the worker) long before its deadline, and goals hashed to instance 1 afterwards complete on
+    the main host, each with exactly one FinalResult."""
+    main, worker, join = cluster["main"], cluster["worker"], cluster["join"]
+    exchange_keys(cluster)
+    main.artoo("up", "--listen", join, "--host-name", "main", "--instances", "0/2")
+    worker.artoo("up", "--join", join, "--roles", "spawner," + ",".join(PARTITIONED),
+                 "--instances", "1/2", "--host-name", "worker")
+    status = json.loads(worker.artoo("status", "--json"))
+    assert {(r["role"], r["instance"]) for r in status["roles"] if r["alive"]} >= \
+        {(role, 1) for role in PARTITIONED}
+
+    settings = main.settings()
+    from rich.console import Console
+    from services.cli.run import RunSession
+    session = RunSession(settings, Console(file=io.StringIO(), width=160), interactive=False)
+    rec = Recorder()
+    watcher = BusClient("user", settings=settings, heartbeat=False)
+    watcher.on("*", rec)
+    watcher.start()
+    try:
+        # every main-host instance counts the worker's instance 1 alive before goals go out
+        def main_sees_worker() -> bool:
+            latest = {}
+            for env, m in rec.items:
+                if env.type == "Heartbeat" and m.role in PARTITIONED and m.host == "main":
+                    latest[m.role] = m.info.get("alive")
+            return len(latest) == len(PARTITIONED) and all(a == [0, 1] for a in latest.values())
+        rec.wait_for(main_sees_worker, 30, "the main host's instances hearing instance 1")
+
+        def rid_for(instance: int) -> str:
+            while True:
+                rid = f"run-mp-{secrets.token_hex(4)}"
+                if owner(rid, 2) == instance:
+                    return rid
+
+        def hosts_of_nodes() -> dict[str, str]:
+            return {m.node: m.host for env, m in rec.items if env.type == "Heartbeat"}
+
+        held, kept = rid_for(1), rid_for(0)
+        for rid in (held, kept):
+            cluster["holds"][rid] = threading.Event()
+            session.submit(f"append A {rid}", run_id=rid, deadline_s=DEADLINE_S * 5)
+        rec.wait_for(lambda: {m.task_id for m in rec.of("EffectorStarted")} >= {held, kept}, 60,
+                     "an effector for each goal")
+        planned_on = {e.task: hosts_of_nodes().get(e.node) for e in rec.envs("DispatchManifest")}
+        assert planned_on[held] == "worker" and planned_on[kept] == "main", planned_on
+
+        # the worker's link goes down and all its processes are killed
+        ip("-n", cluster["worker_ns"], "link", "set", cluster["veth_worker"], "down")
+        daemon.sweep(worker.settings())
+        fresh = rid_for(1)
+        cluster["holds"][fresh] = threading.Event()
+        session.submit(f"append A {fresh}", run_id=fresh, deadline_s=DEADLINE_S * 5)
+        for ev in cluster["holds"].values():
+            ev.set()
+
+        for rid in (kept, fresh):
+            final = session.follow(rid, DEADLINE_S)
+            assert final is not None and final.directive in ("accept", "success"), rid
+        lost = session.follow(held, DEADLINE_S)
+        assert lost is not None and lost.directive == "abandon", held
+        assert "instance 1" in lost.summary and "stopped heartbeating" in lost.summary, \
+            lost.summary
+        for rid in (held, kept, fresh):
+            rec.wait_for(lambda: rec.envs("FinalResult", task=rid), 10, "the watcher's copy")
+            finals = rec.envs("FinalResult", task=rid)
+            assert len({e.id for e in finals}) == 1, rid
+            assert hosts_of_nodes().get(finals[0].node) == "main"
+        planned_on = {e.task: hosts_of_nodes().get(e.node) for e in rec.envs("DispatchManifest")}
+        assert planned_on[fresh] == "main", planned_on
     finally:
         watcher.stop()
         session.close()

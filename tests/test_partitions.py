@@ -82,7 +82,8 @@ def beat(instance: int, role: str = "ggs", node: str = ""):
 
 def test_membership_grace_then_heartbeats_decide():
     m = Membership("ggs", 0, 3, "ggs-0-me", missing_after_s=3.0)
-    t0 = m.started
+    assert m.alive() == {0, 1, 2}                  # not listening yet: everyone counts as alive
+    m.started = t0 = time.monotonic()              # the bus client is ready
     assert m.alive(t0 + 1) == {0, 1, 2}            # young: peers not heard yet count as alive
     m.on_heartbeat(None, beat(1))
     m.on_heartbeat(None, beat(2, role="planner"))  # another role's beats do not count
@@ -95,6 +96,22 @@ def test_membership_grace_then_heartbeats_decide():
     m.on_heartbeat(None, beat(2))
     assert 2 in m.alive()
     assert m.check() == (frozenset(), frozenset())  # first check: the baseline
+
+
+def test_a_task_owned_only_because_a_peer_just_went_missing_is_fenced():
+    m = Membership("planner", 1, 2, "planner-1-me", missing_after_s=3.0, fence_s=7.0)
+    m.started = time.monotonic() - 10
+    theirs = next(t for t in TASKS if ranking(t, 2)[0] == 0)
+    mine = next(t for t in TASKS if ranking(t, 2)[0] == 1)
+    assert not m.fenced(theirs, time.time())       # instance 0 never heard: gone, no fence
+    m.on_heartbeat(None, beat(0, role="planner"))
+    m.seen[0] -= 4                                 # heard 4 s ago: missing, but recently
+    assert m.owner(theirs) == 1
+    assert m.fenced(theirs, time.time())           # a fresh message: maybe 0 is only slow
+    assert not m.fenced(theirs, time.time() - 8)   # waiting longer than the fence: ours
+    assert not m.fenced(mine, time.time())         # ranked first here anyway
+    m.seen[0] -= Membership.RECENT_S               # lost long ago
+    assert not m.fenced(theirs, time.time())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,7 +155,8 @@ class FakeClient:
         self.instance, self.instances, self.node, self.role = instance, instances, "me", "planner"
         self.owned: set[str] = set()
         self.busy: Counter = Counter()
-        self.membership = SimpleNamespace(where={1: "planner-1-9@w1"}, alive=lambda: {0})
+        self.membership = SimpleNamespace(where={1: "planner-1-9@w1"}, alive=lambda: {0},
+                                          fenced=lambda task, ts: False)
 
     def owns(self, task):
         return task in self.owned
@@ -157,14 +175,15 @@ def test_takeover_waits_for_redelivery_then_ends_only_orphans(settings):
                  release=lambda x: (released.append(x), held.discard(x)))
     t.settle_s = 0.05
     spec = lambda task: SimpleNamespace(task_id=task, deadline_at=time.time() + 60)  # noqa: E731
+    env = SimpleNamespace(ts=time.time())
     for task in ("orphan", "redelivered", "busy", "other"):
-        t._begin(None, spec(task))                  # each began at instance 1
-    t._begin(None, spec("ended"))
-    t._end(None, spec("ended"))
+        t._begin(env, spec(task))                   # each began at instance 1
+    t._begin(env, spec("ended"))
+    t._end(env, spec("ended"))
     assert t.defer("orphan") and not t.defer("ended") and t.registry["orphan"].holder == 1
     c.owned |= {"orphan", "redelivered", "busy"}    # instance 1 went missing
     t.tick()                                        # orphaned from now on
-    t._begin(None, spec("redelivered"))             # its TaskSpec was re-sent: ours now
+    t._begin(env, spec("redelivered"))              # its TaskSpec was re-sent: ours now
     c.busy["busy"] = 1                              # a message of it is being handled here
     time.sleep(0.1)                                 # (the settle time of this stand-in)
     t.tick()

@@ -107,7 +107,8 @@ class BusClient(Inbound):
         self._log_budget: Counter[str] = Counter()
         # Liveness of the other instances of this role, for task ownership (membership.py)
         self.membership = Membership(role, instance, self.instances, self.node,
-                                     self.settings.missing_after_s)
+                                     self.settings.missing_after_s,
+                                     self.settings.missing_after_s + self.settings.ack_max_backoff_s)
         if self.instances > 1:
             self.on("Heartbeat", self.membership.on_heartbeat, task=role)
 
@@ -164,6 +165,7 @@ class BusClient(Inbound):
             raise BusTimeout(f"{self.node}: not ready after {timeout}s "
                              f"({self._start_error or 'no echo from proxy'})")
         self.state = "running"
+        self.membership.started = time.monotonic()   # peers not heard yet: alive for a while
         self._restore_outbox()
         return self
 

@@ -107,8 +107,9 @@ class Inbound:
                 continue
             if sub.type_name != ALL and topic.startswith(b"@") and not mine:
                 continue  # directed at another process
-            if sub.partition and not self.owns(env.task):
-                continue
+            if sub.partition and (not self.owns(env.task) or (
+                    sub.ack and self.membership.fenced(env.task, env.ts))):
+                continue  # not ours (or not yet: membership.py); unacknowledged, so re-sent
             if sub.raw:
                 msg = None
             else:

@@ -3,10 +3,17 @@
 Partitioned roles (N instances, possibly on several hosts) own a task by rendezvous hashing over
 the instances that are alive (protocol/envelope.py `owner`): an instance counts itself alive always;
 a peer is alive while its heartbeats keep coming (at most `missing_after_s` apart); a peer never
-heard from counts as alive only during this process's first `missing_after_s` (a fresh process has
-not had time to hear anyone, and must not grab every task while it starts). So when an instance
-dies, after `missing_after_s` every survivor agrees it is gone and its tasks, and only its tasks,
-move to their next-ranked live instance; when it comes back, they move back.
+heard from counts as alive until this process has listened for `missing_after_s` (a fresh process
+has not had time to hear anyone, and must not grab every task while it starts). So when an
+instance dies, after `missing_after_s` every survivor agrees it is gone and its tasks, and only its
+tasks, move to their next-ranked live instance; when it comes back, they move back.
+
+A peer that is only slow (a loaded machine can starve a process of CPU for seconds) would still
+handle the messages it has queued, so a work message about a task this instance owns only because
+a higher-ranked peer went missing *recently* is fenced: it is left unacknowledged until it has
+been waiting `fence_s` (missing_after_s + ack_max_backoff_s) since it was first sent (re-sends keep
+the original timestamp). A slow peer that wakes up in that time acknowledges it and its sender
+stops re-sending; otherwise a re-send reaches this instance, old enough to be handled.
 """
 from __future__ import annotations
 
@@ -14,17 +21,20 @@ import logging
 import threading
 import time
 
-from ..envelope import owner
+from ..envelope import owner, ranking
 
 log = logging.getLogger("artoo.bus")
 
 
 class Membership:
+    RECENT_S = 60.0     # a peer lost longer ago than this is gone: no fence for its tasks
+
     def __init__(self, role: str, instance: int, instances: int, node: str,
-                 missing_after_s: float):
+                 missing_after_s: float, fence_s: float = 0.0):
         self.role, self.instance, self.instances, self.node = role, instance, instances, node
         self.missing_after_s = missing_after_s
-        self.started = time.monotonic()
+        self.fence_s = fence_s
+        self.started: float | None = None          # when the bus client became ready
         self.seen: dict[int, float] = {}            # peer instance -> monotonic time last heard
         self.where: dict[int, str] = {}             # peer instance -> "node@host" (for reports)
         self._last: frozenset[int] | None = None
@@ -39,7 +49,7 @@ class Membership:
 
     def alive(self, now: float | None = None) -> frozenset[int]:
         now = time.monotonic() if now is None else now
-        young = now - self.started < self.missing_after_s
+        young = self.started is None or now - self.started < self.missing_after_s
         with self._lock:
             seen = dict(self.seen)
         return frozenset(i for i in range(self.instances)
@@ -49,6 +59,21 @@ class Membership:
 
     def owner(self, task_id: str) -> int:
         return owner(task_id, self.instances, self.alive() if self.instances > 1 else None)
+
+    def fenced(self, task_id: str, sent_at: float) -> bool:
+        """Owned here only because higher-ranked peers went missing recently, and sent less than
+        `fence_s` ago: leave it for a merely slow peer (or for a later re-send)."""
+        if self.instances <= 1 or not self.fence_s or time.time() - sent_at >= self.fence_s:
+            return False
+        now = time.monotonic()
+        with self._lock:
+            seen = dict(self.seen)
+        for i in ranking(task_id, self.instances):
+            if i == self.instance:
+                return False
+            if i in seen and now - seen[i] < self.RECENT_S:
+                return True
+        return False
 
     def check(self) -> tuple[frozenset[int], frozenset[int]]:
         """(gone, back) since the last check; logged (a timer calls this every second)."""

@@ -99,7 +99,8 @@ class Takeover:
         deadline = (getattr(msg, "deadline_at", 0.0) or (spec.deadline_at if spec else 0.0)
                     or time.time() + self.settings.task_deadline_s)
         holder = self.client.owner_of(task)
-        mine = holder == self.client.instance
+        # handled here now (not fenced off for a peer that may only be slow: membership.py)
+        mine = holder == self.client.instance and not self.client.membership.fenced(task, env.ts)
         entry = self.registry.get(task)
         if entry is None:
             if len(self.registry) >= REGISTRY_MAX:
