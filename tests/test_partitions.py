@@ -110,7 +110,7 @@ def test_a_task_owned_only_because_a_peer_just_went_missing_is_fenced():
     assert m.fenced(theirs, time.time())           # a fresh message: maybe 0 is only slow
     assert not m.fenced(theirs, time.time() - 8)   # waiting longer than the fence: ours
     assert not m.fenced(mine, time.time())         # ranked first here anyway
-    m.seen[0] -= Membership.RECENT_S               # lost long ago
+    m.seen[0] -= 7.0                               # missing for longer than the fence: dead
     assert not m.fenced(theirs, time.time())
 
 
@@ -173,7 +173,7 @@ def test_takeover_waits_for_redelivery_then_ends_only_orphans(settings):
     t = Takeover(c, settings, begins=(), ends=(), holds=lambda x: x in held,
                  take_over=lambda b: taken.append(b.task_id), held=lambda: list(held),
                  release=lambda x: (released.append(x), held.discard(x)))
-    t.settle_s = 0.05
+    t.settle_s = t.redelivered_by_s = 0.05
     spec = lambda task: SimpleNamespace(task_id=task, deadline_at=time.time() + 60)  # noqa: E731
     env = SimpleNamespace(ts=time.time())
     for task in ("orphan", "redelivered", "busy", "other"):

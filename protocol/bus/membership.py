@@ -10,10 +10,12 @@ tasks, move to their next-ranked live instance; when it comes back, they move ba
 
 A peer that is only slow (a loaded machine can starve a process of CPU for seconds) would still
 handle the messages it has queued, so a work message about a task this instance owns only because
-a higher-ranked peer went missing *recently* is fenced: it is left unacknowledged until it has
-been waiting `fence_s` (missing_after_s + ack_max_backoff_s) since it was first sent (re-sends keep
-the original timestamp). A slow peer that wakes up in that time acknowledges it and its sender
-stops re-sending; otherwise a re-send reaches this instance, old enough to be handled.
+a higher-ranked peer has been missing for less than `fence_s` (missing_after_s +
+ack_max_backoff_s) is fenced: it is left unacknowledged until it has been waiting `fence_s` since
+it was first sent (re-sends keep the original timestamp). A slow peer that wakes up in that time
+acknowledges it and its sender stops re-sending; otherwise a re-send reaches this instance, old
+enough to be handled. Two instances then handle one task only if one was stalled longer than
+`fence_s`; a peer silent that long is treated as dead and its tasks are no longer fenced.
 """
 from __future__ import annotations
 
@@ -27,8 +29,6 @@ log = logging.getLogger("artoo.bus")
 
 
 class Membership:
-    RECENT_S = 60.0     # a peer lost longer ago than this is gone: no fence for its tasks
-
     def __init__(self, role: str, instance: int, instances: int, node: str,
                  missing_after_s: float, fence_s: float = 0.0):
         self.role, self.instance, self.instances, self.node = role, instance, instances, node
@@ -61,8 +61,8 @@ class Membership:
         return owner(task_id, self.instances, self.alive() if self.instances > 1 else None)
 
     def fenced(self, task_id: str, sent_at: float) -> bool:
-        """Owned here only because higher-ranked peers went missing recently, and sent less than
-        `fence_s` ago: leave it for a merely slow peer (or for a later re-send)."""
+        """Owned here only because a higher-ranked peer went missing less than `fence_s` ago, and
+        sent less than `fence_s` ago: leave it for a merely slow peer (or for a later re-send)."""
         if self.instances <= 1 or not self.fence_s or time.time() - sent_at >= self.fence_s:
             return False
         now = time.monotonic()
@@ -71,8 +71,8 @@ class Membership:
         for i in ranking(task_id, self.instances):
             if i == self.instance:
                 return False
-            if i in seen and now - seen[i] < self.RECENT_S:
-                return True
+            if i in seen and now - seen[i] < self.missing_after_s + self.fence_s:
+                return True     # missing for less than fence_s: maybe only slow
         return False
 
     def check(self) -> tuple[frozenset[int], frozenset[int]]:

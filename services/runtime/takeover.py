@@ -16,7 +16,9 @@ owner, which holds no state for them. The design, the simplest that leaves no ta
   on the same host, which resumes from its state files) the holder gets it. A task this instance has
   owned without holding it for `settle_s` = ack_max_backoff_s + missing_after_s was acknowledged
   by an instance that is gone — any unacknowledged begin message would have been re-delivered here
-  by then — so this instance takes it over.
+  by then (a begin message fenced for a peer that may only be slow, protocol/bus/membership.py,
+  is handled at its first re-send after the fence: the registry waits for that too) — so this
+  instance takes it over.
 * **Taking over resumes the task if its state is here, else ends it honestly.** The role's state
   for a task (a plan, a round's fan-in, a loss trajectory, a pending question) is in the holder's
   memory and in its state file (services/runtime/taskstate.py) on the holder's machine. When that
@@ -57,6 +59,7 @@ class Begun:
     deadline_at: float
     holder: int              # the instance that owned the task when its begin message went by
     mine: bool               # a begin message reached this instance while it owned the task
+    sent_at: float = 0.0     # when its begin message was first sent (re-sends keep it)
     orphan_since: float = 0.0
 
 
@@ -72,6 +75,8 @@ class Takeover:
         self.held, self.release = held, release
         self.registry: dict[str, Begun] = {}
         self.settle_s = settings.ack_max_backoff_s + settings.missing_after_s
+        # a fenced begin message (membership.py) is handled at its first re-send after the fence
+        self.redelivered_by_s = (settings.missing_after_s + 2 * settings.ack_max_backoff_s + 1.0)
         self.taken = 0
         self.released = 0
 
@@ -106,7 +111,7 @@ class Takeover:
             if len(self.registry) >= REGISTRY_MAX:
                 oldest = min(self.registry.values(), key=lambda e: e.deadline_at)
                 del self.registry[oldest.task_id]
-            self.registry[task] = Begun(task, msg, deadline, holder, mine)
+            self.registry[task] = Begun(task, msg, deadline, holder, mine, env.ts)
         else:
             entry.msg, entry.deadline_at = msg, deadline
             entry.mine = entry.mine or mine
@@ -160,7 +165,8 @@ class Takeover:
             if not entry.orphan_since:
                 entry.orphan_since = now
                 continue
-            if now - entry.orphan_since < self.settle_s:
+            if now - entry.orphan_since < self.settle_s or \
+                    now - entry.sent_at < self.redelivered_by_s:
                 continue
             del self.registry[task]
             self.taken += 1
