@@ -107,7 +107,7 @@ def test_a_task_owned_only_because_a_peer_just_went_missing_is_fenced():
     m.on_heartbeat(None, beat(0, role="planner"))
     m.seen[0] -= 4                                 # heard 4 s ago: missing, but recently
     assert m.owner(theirs) == 1
-    assert m.fenced(theirs, time.time())           # a fresh message: maybe 0 is only slow
+    assert m.fenced_by(theirs, time.time()) == 0   # a fresh message: maybe 0 is only slow
     assert not m.fenced(theirs, time.time() - 8)   # waiting longer than the fence: ours
     assert not m.fenced(mine, time.time())         # ranked first here anyway
     m.seen[0] -= 7.0                               # missing for longer than the fence: dead
@@ -156,7 +156,7 @@ class FakeClient:
         self.owned: set[str] = set()
         self.busy: Counter = Counter()
         self.membership = SimpleNamespace(where={1: "planner-1-9@w1"}, alive=lambda: {0},
-                                          fenced=lambda task, ts: False)
+                                          fenced_by=lambda task, ts: None)
 
     def owns(self, task):
         return task in self.owned

@@ -63,17 +63,21 @@ class Membership:
     def fenced(self, task_id: str, sent_at: float) -> bool:
         """Owned here only because a higher-ranked peer went missing less than `fence_s` ago, and
         sent less than `fence_s` ago: leave it for a merely slow peer (or for a later re-send)."""
+        return self.fenced_by(task_id, sent_at) is not None
+
+    def fenced_by(self, task_id: str, sent_at: float) -> int | None:
+        """The recently missing peer a message is fenced off for (None: not fenced)."""
         if self.instances <= 1 or not self.fence_s or time.time() - sent_at >= self.fence_s:
-            return False
+            return None
         now = time.monotonic()
         with self._lock:
             seen = dict(self.seen)
         for i in ranking(task_id, self.instances):
             if i == self.instance:
-                return False
+                return None
             if i in seen and now - seen[i] < self.missing_after_s + self.fence_s:
-                return True     # missing for less than fence_s: maybe only slow
-        return False
+                return i     # missing for less than fence_s: maybe only slow
+        return None
 
     def check(self) -> tuple[frozenset[int], frozenset[int]]:
         """(gone, back) since the last check; logged (a timer calls this every second)."""

@@ -146,7 +146,7 @@ class MetaValidator:
         self.lock = threading.RLock()
         self.pool = ThreadPoolExecutor(4, thread_name_prefix="metaval-eval")
         self._ended: dict[str, float] = {}
-        # Several instances: tasks of a dead meta-validator instance are ended honestly here
+        # Several instances: a dead instance's fan-ins are taken over (resumed or ended)
         self.takeover = Takeover(client, settings, begins=("DispatchManifest",),
                                  ends=("FinalResult", "TaskCancel"), holds=self._holds,
                                  take_over=self._take_over, held=self._held,
@@ -210,7 +210,6 @@ class MetaValidator:
             self.tasks[task_id] = state
         return state
 
-    # -- handlers (loop thread; quick) -------------------------------------------------------------
     # -- more than one instance (services/runtime/takeover.py) ----------------------------------
     def _holds(self, task_id: str) -> bool:
         """A fan-in with its manifest (early outcomes alone do not make a round)."""
@@ -242,6 +241,7 @@ class MetaValidator:
         with self.lock:
             self.tasks.pop(task_id, None)
 
+    # -- handlers (loop thread; quick) -------------------------------------------------------------
     def on_manifest(self, env: Envelope, m: DispatchManifest) -> None:
         if self._defer(m.task_id):
             return DEFER

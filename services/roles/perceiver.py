@@ -208,7 +208,7 @@ class Perceiver:
         self.pending: dict[str, dict] = {}      # task -> {request, qa, round, asked_at, ...}
         self.done: dict[str, float] = {}         # tasks already turned into a TaskSpec/reply
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="perceiver-expire")
-        # Several instances: a question a dead instance was waiting on ends the task honestly
+        # Several instances: a question a dead instance was waiting on is taken over
         self.takeover = Takeover(client, settings, begins=("ClarificationRequest",),
                                  ends=("TaskSpec", "ConversationalReply", "FinalResult",
                                        "TaskCancel"),

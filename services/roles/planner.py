@@ -255,7 +255,7 @@ class Planner:
         self.dispatcher = Dispatcher(client, settings)
         self._task_locks: dict[str, threading.Lock] = {}   # one planning at a time per task
         self._lock = threading.Lock()
-        # Several instances: tasks of a dead planner instance are ended honestly here
+        # Several instances: a dead planner instance's tasks are taken over (resumed or ended)
         self.takeover = Takeover(client, settings, begins=("TaskSpec",),
                                  ends=("FinalResult", "TaskCancel"), holds=self._holds,
                                  take_over=self._take_over, held=lambda: list(self.dispatcher.plans),

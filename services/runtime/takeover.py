@@ -104,8 +104,10 @@ class Takeover:
         deadline = (getattr(msg, "deadline_at", 0.0) or (spec.deadline_at if spec else 0.0)
                     or time.time() + self.settings.task_deadline_s)
         holder = self.client.owner_of(task)
-        # handled here now (not fenced off for a peer that may only be slow: membership.py)
-        mine = holder == self.client.instance and not self.client.membership.fenced(task, env.ts)
+        mine = holder == self.client.instance
+        slow = self.client.membership.fenced_by(task, env.ts) if mine else None
+        if slow is not None:   # fenced off for a peer that may only be slow (membership.py)
+            mine, holder = False, slow
         entry = self.registry.get(task)
         if entry is None:
             if len(self.registry) >= REGISTRY_MAX:
