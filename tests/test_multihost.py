@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -313,6 +314,13 @@ def test_partitioned_roles_split_across_hosts_and_fail_over(cluster):
                      "an effector for each goal")
         planned_on = {e.task: hosts_of_nodes().get(e.node) for e in rec.envs("DispatchManifest")}
         assert planned_on[held] == "worker" and planned_on[kept] == "main", planned_on
+        # the worker's perceiver and planner have had everything they sent acknowledged: the
+        # worker holds the goal (unacknowledged, it would simply be re-delivered to the main host)
+        since = time.time()
+        for role in ("perceiver", "planner"):
+            rec.wait_for(lambda: any(e.type == "Heartbeat" and m.role == role and m.host == "worker"
+                                     and m.unacked == 0 and e.ts > since for e, m in rec.items),
+                         20, f"the worker's {role} with nothing unacknowledged")
 
         # the worker's link goes down and all its processes are killed
         ip("-n", cluster["worker_ns"], "link", "set", cluster["veth_worker"], "down")

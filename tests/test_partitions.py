@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
@@ -233,7 +234,7 @@ def test_goals_hashed_to_a_dead_instance_complete_and_its_goal_is_taken_over(own
     state files are out of reach once it dies) or with the shared one (as two instances on one
     host). Either way new goals hashed to it complete; the goal it held ends honestly in the
     first case and is resumed from its state files in the second — long before its deadline."""
-    with pipeline_stack(["perceiver", "metaval"], FAST) as stack:
+    with pipeline_stack(["perceiver", "metaval"], FAST) as stack, logs_on_failure(stack):
         other = {}
         if own_home:   # same bus (run dir) and bus key; its own state, logs and task logs
             (stack.root / "hostb").mkdir()
@@ -285,6 +286,10 @@ def test_goals_hashed_to_a_dead_instance_complete_and_its_goal_is_taken_over(own
             submit(rid)
         spawner.rec.wait_for(lambda: {a.task_id for a in spawner.rec.of("SubTaskAssign")}
                              >= {doomed, kept}, WAIT, "both goals on an effector")
+        # every TaskSpec acknowledged (by planner and GGS), every manifest and assignment too:
+        # instance 1 holds the doomed goal (unacknowledged, it would simply be re-delivered)
+        wait_beat(stack, "perceiver", lambda hb: hb.unacked == 0)
+        wait_beat(stack, "planner", lambda hb: hb.instance == 1 and hb.unacked == 0)
 
         # instance 1 of the planner and of GGS: SIGKILL, kept down
         for name in ("planner1", "ggs1"):
@@ -327,6 +332,18 @@ def test_goals_hashed_to_a_dead_instance_complete_and_its_goal_is_taken_over(own
         assert survivor["unacked"] == 0
         for rid in fresh + [kept, doomed]:
             assert len({e.id for e, _ in finals(rid)}) == 1, rid   # exactly one each
+
+
+@contextmanager
+def logs_on_failure(stack):
+    """On a failed assertion, print the end of each role's log (the data dir goes afterwards)."""
+    try:
+        yield
+    except AssertionError:
+        for log in sorted(stack.root.glob("**/logs/*.log")):
+            lines = log.read_text(errors="replace").splitlines()
+            print(f"--- {log.relative_to(stack.root)}\n" + "\n".join(lines[-25:]))
+        raise
 
 
 def wait_beat(stack, role: str, pred) -> dict:
