@@ -88,7 +88,7 @@ def test_membership_grace_then_heartbeats_decide():
     assert m.alive(t0 + 1) == {0, 1, 2}            # young: peers not heard yet count as alive
     m.on_heartbeat(None, beat(1))
     m.on_heartbeat(None, beat(2, role="planner"))  # another role's beats do not count
-    m.on_heartbeat(None, beat(7))                  # out of range: ignored
+    m.on_heartbeat(None, beat(7))                  # out of range: ignored, reported
     m.on_heartbeat(None, beat(0, node="ggs-0-me"))  # our own beat
     assert set(m.seen) == {1}
     m.seen[1] = t0 + 1.0                           # (as if heard a second after our start)
@@ -96,6 +96,10 @@ def test_membership_grace_then_heartbeats_decide():
     assert m.alive(t0 + 4.5) == {0}                # 1 silent too long; we are always alive
     m.on_heartbeat(None, beat(2))
     assert 2 in m.alive()
+    wrong = beat(1, node="ggs-1-other-host")
+    wrong.info = {"instances": 4}                  # a host given another --instances TOTAL
+    m.on_heartbeat(None, wrong)
+    assert m.misconfigured == {"ggs-1-other-host", "ggs-7-x"}   # (7 is out of range too)
     assert m.check() == (frozenset(), frozenset())  # first check: the baseline
 
 

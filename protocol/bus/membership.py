@@ -38,10 +38,20 @@ class Membership:
         self.seen: dict[int, float] = {}            # peer instance -> monotonic time last heard
         self.where: dict[int, str] = {}             # peer instance -> "node@host" (for reports)
         self._last: frozenset[int] | None = None
+        self.misconfigured: set[str] = set()        # peer nodes with another instance count
         self._lock = threading.Lock()
 
     def on_heartbeat(self, env, hb) -> None:
-        if hb.role != self.role or hb.node == self.node or not 0 <= hb.instance < self.instances:
+        if hb.role != self.role or hb.node == self.node:
+            return
+        theirs = (getattr(hb, "info", None) or {}).get("instances", self.instances)
+        if theirs != self.instances or not 0 <= hb.instance < self.instances:
+            # hosts that disagree on TOTAL (--instances) would both own some tasks: say so
+            if hb.node not in self.misconfigured:
+                self.misconfigured.add(hb.node)
+                log.error("%s: %s is instance %s of %s, but this host counts %d instances of %s: "
+                          "give every host the same --instances TOTAL", self.node, hb.node,
+                          hb.instance, theirs, self.instances, self.role)
             return
         with self._lock:
             self.seen[hb.instance] = time.monotonic()

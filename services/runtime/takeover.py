@@ -195,5 +195,7 @@ class Takeover:
                 log.exception("%s: releasing %s failed", c.node, task)
 
     def info(self) -> dict:
-        return {"taken_over": self.taken, "released": self.released,
-                "alive": sorted(self.client.membership.alive())} if self.active else {}
+        return {"taken_over": self.taken, "released": self.released, "instances":
+                self.client.instances, "alive": sorted(self.client.membership.alive()),
+                "misconfigured": sorted(self.client.membership.misconfigured)} \
+            if self.active else {}
