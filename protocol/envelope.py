@@ -9,12 +9,13 @@ model.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import threading
 import time
 import uuid
-import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Collection
 
 import msgpack
 from pydantic import ValidationError
@@ -74,11 +75,30 @@ def stream_of(topic: bytes) -> bytes:
     return topic.split(b"/", 1)[0]
 
 
-def owner(task_id: str, instances: int) -> int:
-    """The instance of a scalable role that owns a task: stable hash mod N (DESIGN §3)."""
+@functools.lru_cache(maxsize=1 << 16)
+def ranking(task_id: str, instances: int) -> tuple[int, ...]:
+    """The instances 0..N-1 in a task's rendezvous (highest-random-weight) order, first = owner.
+
+    Each (task, instance) pair gets an independent 64-bit weight, so when an instance is skipped
+    (missing) only the tasks it ranked first move, each to its own next-ranked instance: the others
+    keep their owner, and every process computes the same order without talking to the others."""
+    weights = [(int.from_bytes(hashlib.blake2b(f"{i}\0{task_id}".encode(), digest_size=8)
+                                .digest(), "big"), i) for i in range(instances)]
+    return tuple(i for _, i in sorted(weights, reverse=True))
+
+
+def owner(task_id: str, instances: int, alive: Collection[int] | None = None) -> int:
+    """The instance of a scalable role that owns a task (DESIGN §3): the first instance of the
+    task's rendezvous ranking that is alive (`alive` None = all). With nobody alive it is the
+    first-ranked one, so the answer is always an instance number."""
     if instances <= 1:
         return 0
-    return zlib.crc32(task_id.encode()) % instances
+    order = ranking(task_id, instances)
+    if alive is not None:
+        for i in order:
+            if i in alive:
+                return i
+    return order[0]
 
 
 _packers = threading.local()

@@ -309,6 +309,17 @@ class PlanningFailed(Body):
     plan_round: int = 0
 
 
+class TaskLost(Body):
+    """An instance of a partitioned role took over a task whose holder (another instance of that
+    role) stopped heartbeating, and the holder's state for it could not be obtained: GGS ends the
+    task at once with this reason instead of at its deadline (services/runtime/takeover.py)."""
+    task_id: str
+    role: str                    # the role whose state was lost
+    lost_instance: int = -1      # the instance that held it
+    lost_where: str = ""         # its node@host, as last heard
+    reason: str
+
+
 # ----------------------------------------------------------------------------------------------
 # Effector (R3 + R4a)
 # ----------------------------------------------------------------------------------------------
@@ -548,7 +559,7 @@ MESSAGE_TYPES: dict[str, type[Body]] = {
         TaskTransition,
         UserRequest, ClarificationRequest, ClarificationReply, ConversationalReply, TaskSpec,
         MemoryRecall, SubTask, DispatchManifest, SubTaskOffer, SubTaskClaim, SubTaskAssign,
-        PlanningFailed, ExecutionResult, CorrectionSignal, ApprovalRequest, ApprovalDecision,
+        PlanningFailed, TaskLost, ExecutionResult, CorrectionSignal, ApprovalRequest, ApprovalDecision,
         SubTaskOutcome, ReplanRequest, OutcomeSummary, PlanDirective, FinalResult,
         MemoryWrite, MemoryQuery, MemoryResult, DreamerEvent, AuditReport,
     )

@@ -71,6 +71,9 @@ ROUTES: dict[str, Route] = {
     "SubTaskClaim": _r("spawner->planner"),
     "SubTaskAssign": _r("planner->spawner", work=True),
     "PlanningFailed": _r("planner->ggs", work=True),
+    "TaskLost": _r("perceiver->ggs", "planner->ggs", "metaval->ggs", work=True,
+                   note="the instance that took over a dead instance's task could not get its "
+                        "state; GGS ends the task honestly"),
     # effector
     "ExecutionResult": _r("executor->agentval"),
     "CorrectionSignal": _r("agentval->executor"),

@@ -69,6 +69,8 @@ class Settings:
     bus_join: str = ""                   # ARTOO_BUS_JOIN HOST:PORT: this is a worker host of that bus
     host_roles: str = ""                 # ARTOO_ROLES: the programs this host runs ("" = all)
     host_name: str = ""                  # ARTOO_HOST_NAME: this host in heartbeats (default hostname)
+    host_instances: str = ""             # ARTOO_HOST_INSTANCES FIRST/TOTAL: this host's instances of
+                                         # each partitioned role are FIRST.. of TOTAL across hosts
     bus_capture: bool = True             # ARTOO_CAPTURE: feed every message to the tap
     bus_sign: bool = True                # ARTOO_BUS_SIGN: HMAC every envelope (protocol/signing.py)
     bus_key_file_override: str = ""      # ARTOO_BUS_KEY_FILE: the HMAC key (default home/bus.key)
@@ -256,6 +258,18 @@ def parse_hostport(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def parse_instances(value: str) -> tuple[int, int]:
+    """`FIRST/TOTAL` → (first, total): this host's instances of each partitioned role are numbered
+    from FIRST, out of TOTAL instances across all hosts (e.g. main 0/4 and a worker 2/4 with
+    ARTOO_SCALE=2 each). "" → (0, 0): numbered from 0, as many as this host runs."""
+    if not (value or "").strip():
+        return 0, 0
+    first, sep, total = value.strip().partition("/")
+    if not sep or not first.isdigit() or not total.isdigit() or int(first) >= int(total):
+        raise ValueError(f"{value!r} is not FIRST/TOTAL with FIRST < TOTAL (e.g. 2/4)")
+    return int(first), int(total)
+
+
 def tcp_endpoint(hostport: str, name: str) -> str:
     host, port = parse_hostport(hostport)
     if ":" in host:
@@ -326,7 +340,7 @@ def load_settings(**overrides) -> Settings:
     return Settings(**values)
 
 
-HOST_FIELDS = ("bus_listen", "bus_join", "host_roles", "host_name")
+HOST_FIELDS = ("bus_listen", "bus_join", "host_roles", "host_name", "host_instances")
 HOST_FILE = "host.json"
 
 

@@ -10,8 +10,8 @@ import pytest
 import zmq.auth
 
 from protocol import curve
-from protocol.settings import load_settings, parse_hostport, read_host_file, tcp_endpoint, \
-    write_host_file
+from protocol.settings import load_settings, parse_hostport, parse_instances, read_host_file, \
+    tcp_endpoint, write_host_file
 from services.runtime import daemon
 
 
@@ -44,8 +44,15 @@ def test_which_roles_a_joining_host_may_run(artoo_env):
         daemon.host_roles(s)
     with pytest.raises(daemon.DaemonError, match="memory.*main host"):
         daemon.host_roles(dataclasses.replace(s, host_roles="spawner,memory"))
-    with pytest.raises(daemon.DaemonError, match="partitioned"):
-        daemon.host_roles(dataclasses.replace(s, host_roles="planner"))
+    # the partitioned roles may join (issue 18) given this host's share of their instances
+    with pytest.raises(daemon.DaemonError, match="--instances FIRST/TOTAL"):
+        daemon.host_roles(dataclasses.replace(s, host_roles="planner,ggs"))
+    assert daemon.host_roles(dataclasses.replace(s, host_roles="planner,ggs,spawner",
+                                                 host_instances="2/4")) == \
+        ["planner", "ggs", "spawner"]
+    with pytest.raises(ValueError, match="FIRST/TOTAL"):
+        parse_instances("4/4")
+    assert parse_instances("") == (0, 0) and parse_instances("2/4") == (2, 4)
     with pytest.raises(daemon.DaemonError, match="unknown role.*spawnr"):
         daemon.host_roles(dataclasses.replace(s, host_roles="spawnr"))
     assert daemon.host_roles(dataclasses.replace(s, host_roles="spawner")) == ["spawner"]
@@ -53,6 +60,22 @@ def test_which_roles_a_joining_host_may_run(artoo_env):
     conf = daemon.host_conf(s, ["spawner"])
     programs = [p.name for p in daemon.expected_programs({"ARTOO_SUPERVISORD_CONF": str(conf)})]
     assert programs == ["spawner"]
+
+
+def test_a_hosts_partitioned_instances_are_numbered_from_its_first(artoo_env, monkeypatch):
+    """main 0/4 and a worker 2/4, two of each on each host: four instances, numbered apart."""
+    from services.runtime.role import instance_from_env
+    s = dataclasses.replace(load_settings(), bus_join="10.0.0.1:5550", host_instances="2/4",
+                            host_roles="planner,ggs")
+    monkeypatch.setenv("ARTOO_INSTANCE", "1")
+    monkeypatch.setenv("ARTOO_INSTANCES", "2")
+    assert instance_from_env(s) == (3, 4) and instance_from_env(None) == (1, 2)
+    s.ensure_dirs()
+    env = daemon.daemon_env(s, {"ARTOO_SCALE": "2"})
+    assert sorted(daemon.expected_instances(env)) == [("ggs", 2), ("ggs", 3), ("planner", 2),
+                                                      ("planner", 3)]
+    with pytest.raises(daemon.DaemonError, match="do not fit"):
+        daemon.daemon_env(dataclasses.replace(s, host_instances="3/4"), {"ARTOO_SCALE": "2"})
 
 
 def test_allow_list_is_reread_live_and_counts_refusals(artoo_env, tmp_path):

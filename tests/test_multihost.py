@@ -1,11 +1,14 @@
 """Two hosts on one bus (issue 18), proven in network namespaces on this machine.
 
-A main host (bus with `--listen`, every role, one effector slot) runs in one namespace and a worker
-host (`--join`, `--roles spawner`) in another, joined by a veth pair; their keys are exchanged with
+A main host (bus with `--listen`, every role, one effector slot, instance 0 of each partitioned
+role) runs in one namespace and a worker host (`--join`, a spawner and instance 1 of each
+partitioned role) in another, joined by a veth pair; their keys are exchanged with
 `artoo keys invite/accept/allow`. Goals run on a scripted LLM served inside the main namespace.
-Effectors of some tasks run on the worker; then the link is cut (`ip link set down`) and the
-worker's processes are killed: every task still ends exactly once, its subtask re-offered to the
-main host's spawner, and the auditor reports the worker host missing. A third host with a key the
+Effectors of some tasks run on the worker, and one task runs on the worker's roles; then the link
+is cut (`ip link set down`) and the worker's processes are killed: every task still ends exactly
+once — subtasks re-offered to the main host's spawner, the task whose state was on the worker
+ended honestly by the main host's instances, new tasks served by them — and the auditor reports
+the worker host missing. A third host with a key the
 main host never allowed is refused, and the refusal is counted.
 
 Skips, saying why, where network namespaces cannot be made (not root, no `ip`, no netns support).
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +32,7 @@ import pytest
 from audit_support import wait_until
 from pipeline_harness import Recorder
 from protocol.bus import BusClient
+from protocol.envelope import owner
 from protocol.settings import load_settings
 from replies_effector import all_met, result, shell
 from replies_pipeline import accept, perception, plan, subtask
@@ -160,24 +165,44 @@ def cluster():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_a_worker_host_runs_effectors_and_its_loss_fails_over(cluster):
-    main, worker, intruder = cluster["main"], cluster["worker"], cluster["intruder"]
-    join = cluster["join"]
-
-    # keys: invite on the main host, accept on the worker, allow its key on the main host
+def exchange_keys(cluster) -> Path:
+    """Invite on the main host, accept on the worker, allow its key on the main host."""
+    main, worker = cluster["main"], cluster["worker"]
     invitation = main.home / "invite.json"
     main.artoo("keys", "invite", "--out", str(invitation))
     assert oct(invitation.stat().st_mode & 0o777) == "0o600"
     accepted = worker.artoo("keys", "accept", str(invitation))
     worker_key = accepted.split("public key: ")[1].split()[0]
     main.artoo("keys", "allow", "worker", worker_key)
+    return invitation
+
+
+PARTITIONED = ("perceiver", "planner", "metaval", "ggs")
+
+
+def test_a_worker_host_runs_effectors_and_partitioned_roles_and_its_loss_fails_over(cluster):
+    """Instance 0 of each partitioned role on the main host, instance 1 on the worker
+    (`--instances 0/2` and `1/2`), effectors on both. Goals hashed to instance 0 have their
+    effectors on the worker; one goal hashed to instance 1 runs on the worker's roles. The worker is
+    cut off and killed: the first goals' subtasks are re-offered to the main host and complete;
+    the goal whose roles were on the worker ends honestly (its state was there) long before its
+    deadline; goals hashed to instance 1 afterwards complete on the main host; each goal has
+    exactly one FinalResult."""
+    main, worker, intruder = cluster["main"], cluster["worker"], cluster["intruder"]
+    join = cluster["join"]
+    for host in (main, worker):   # re-sends at most 1 s apart: failover in seconds, not tens
+        host.env.update(ARTOO_ACK_MAX_BACKOFF_S="1", ARTOO_MISSING_AFTER_S="2")
+
+    invitation = exchange_keys(cluster)
     intruder.artoo("keys", "accept", str(invitation))   # the secret leaked, but never allowed
 
-    main.artoo("up", "--listen", join, "--host-name", "main")
-    worker.artoo("up", "--join", join, "--roles", "spawner", "--host-name", "worker")
-    status = json.loads(worker.artoo("status", "--json"))
+    main.artoo("up", "--listen", join, "--host-name", "main", "--instances", "0/2")
+    out = worker.artoo("up", "--join", join, "--roles", "spawner," + ",".join(PARTITIONED),
+                       "--instances", "1/2", "--host-name", "worker", "--json")
+    status = json.loads(out[out.index("{"):out.rindex("}") + 1])
     assert status["host"] == "worker" and "joined" in status["bus"]
-    assert [r["role"] for r in status["roles"] if r["alive"]].count("spawner") == 1
+    alive = [(r["role"], r["instance"]) for r in status["roles"] if r["alive"]]
+    assert alive.count(("spawner", 0)) == 1 and set(alive) >= {(r, 1) for r in PARTITIONED}
 
     # a host whose key was never allowed is refused, and counted by the main host's proxy
     intruder.env.update(ARTOO_BUS_JOIN=join, ARTOO_ROLES="spawner", ARTOO_HOST_NAME="intruder")
@@ -206,30 +231,57 @@ def test_a_worker_host_runs_effectors_and_its_loss_fails_over(cluster):
                     return m.host
             return ""
 
-        rids = [f"run-mh-{i}-{secrets.token_hex(3)}" for i in range(3)]
-        for rid in rids:
+        def rid_for(instance: int, tag: str) -> str:
+            while True:
+                rid = f"run-mh-{tag}-{secrets.token_hex(3)}"
+                if owner(rid, 2) == instance:
+                    return rid
+
+        # every main-host instance counts the worker's instance 1 alive before goals go out
+        def main_sees_worker() -> bool:
+            latest = {}
+            for env, m in rec.items:
+                if env.type == "Heartbeat" and m.role in PARTITIONED and m.host == "main":
+                    latest[m.role] = m.info.get("alive")
+            return len(latest) == len(PARTITIONED) and all(a == [0, 1] for a in latest.values())
+        rec.wait_for(main_sees_worker, 30, "the main host's instances hearing instance 1")
+
+        rids = [rid_for(0, str(i)) for i in range(3)]
+        held = rid_for(1, "held")
+        for rid in rids + [held]:
             cluster["holds"][rid] = threading.Event()
-            session.submit(f"append A {rid}", run_id=rid, deadline_s=DEADLINE_S)
-        started = rec.wait_for(lambda: (lambda ms: ms if len({m.task_id for m in ms}) == 3
+            session.submit(f"append A {rid}", run_id=rid, deadline_s=DEADLINE_S * 5)
+        started = rec.wait_for(lambda: (lambda ms: ms if len({m.task_id for m in ms}) == 4
                                         else None)(rec.of("EffectorStarted")), 60,
                                "an effector for each task")
         hosts_of = rec.wait_for(lambda: (lambda h: h if all(h.values()) else None)(
             {m.task_id: host_of(m.spawner) for m in started}), 10, "the spawners' hosts")
-        on_worker = [t for t, h in hosts_of.items() if h == "worker"]
+        on_worker = [t for t, h in hosts_of.items() if h == "worker" and t in rids]
         assert len(on_worker) >= 2, hosts_of      # the main host has one effector slot
+        planned_on = {e.task: host_of(e.node) for e in rec.envs("DispatchManifest")}
+        assert planned_on[held] == "worker", planned_on
+        assert {planned_on[rid] for rid in rids} == {"main"}, planned_on
+        # the worker's perceiver and planner have had everything they sent acknowledged: the
+        # worker holds its goal (unacknowledged, it would simply be re-delivered to the main host)
+        since = time.time()
+        for role in ("perceiver", "planner"):
+            rec.wait_for(lambda: any(e.type == "Heartbeat" and m.role == role and m.host == "worker"
+                                     and m.unacked == 0 and e.ts > since for e, m in rec.items),
+                         20, f"the worker's {role} with nothing unacknowledged")
 
         # the link goes down, then every process of the worker host is killed
         ip("-n", cluster["worker_ns"], "link", "set", cluster["veth_worker"], "down")
         daemon.sweep(worker.settings())
+        fresh = rid_for(1, "fresh")
+        cluster["holds"][fresh] = threading.Event()
+        session.submit(f"append A {fresh}", run_id=fresh, deadline_s=DEADLINE_S * 5)
         for ev in cluster["holds"].values():
             ev.set()
 
-        for rid in rids:
+        for rid in rids + [fresh]:
             final = session.follow(rid, DEADLINE_S)
             assert final is not None, f"{rid}: no FinalResult"
-            assert final.directive in ("accept", "success"), final.summary
-            rec.wait_for(lambda: rec.envs("FinalResult", task=rid), 10, "the watcher's copy")
-            assert len({e.id for e in rec.envs("FinalResult", task=rid)}) == 1
+            assert final.directive in ("accept", "success"), (rid, final.summary)
             out = cluster["ws"] / f"out-{rid}.txt"
             events = [(e["kind"], e.get("tool_input") or e.get("error") or e.get("summary"))
                       for e in tasklog.read(settings.tasks_dir, rid)]
@@ -238,6 +290,17 @@ def test_a_worker_host_runs_effectors_and_its_loss_fails_over(cluster):
         for rid in on_worker:
             kinds = [e["kind"] for e in tasklog.read(settings.tasks_dir, rid)]
             assert "subtask_reoffered" in kinds, kinds
+        lost = session.follow(held, DEADLINE_S)
+        assert lost is not None and lost.directive == "abandon", held
+        assert "instance 1" in lost.summary and "stopped heartbeating" in lost.summary, \
+            lost.summary
+        for rid in rids + [fresh, held]:
+            rec.wait_for(lambda: rec.envs("FinalResult", task=rid), 10, "the watcher's copy")
+            finals = rec.envs("FinalResult", task=rid)
+            assert len({e.id for e in finals}) == 1, rid
+            assert host_of(finals[0].node) == "main"
+        planned_on = {e.task: host_of(e.node) for e in rec.envs("DispatchManifest")}
+        assert planned_on[fresh] == "main", planned_on
 
         # the auditor on the main host reports the worker host missing
         from auditor.operator import request_report
@@ -245,7 +308,7 @@ def test_a_worker_host_runs_effectors_and_its_loss_fails_over(cluster):
                                                         r.get("missing_hosts", [])) else None)(
             request_report(settings, timeout=3.0)), 30, "the missing host in an audit report")
         gone = next(h for h in report["missing_hosts"] if h["host"] == "worker")
-        assert "spawner[0]" in gone["roles"]
+        assert "spawner[0]" in gone["roles"] and "planner[1]" in gone["roles"], gone
     finally:
         watcher.stop()
         session.close()

@@ -13,6 +13,6 @@ goes through a queue that wakes the loop via an eventfd.
 from ..envelope import PROTOCOL_VERSION
 from ..messages import Ack, Hello
 from .client import BusClient
-from .common import ALL, BusTimeout
+from .common import ALL, DEFER, BusTimeout
 
-__all__ = ["BusClient", "BusTimeout", "ALL", "PROTOCOL_VERSION", "Ack", "Hello"]
+__all__ = ["BusClient", "BusTimeout", "ALL", "DEFER", "PROTOCOL_VERSION", "Ack", "Hello"]

@@ -16,12 +16,13 @@ from typing import Any, Callable
 import zmq
 
 from .. import curve, routes, signing
-from ..envelope import (NO_TASK, Envelope, ProtocolError, decode, dump_body, encode, owner,
-                        stream_of, topic_for)
+from ..envelope import (NO_TASK, Envelope, ProtocolError, decode, dump_body, encode, stream_of,
+                        topic_for)
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
 from .common import ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, Subscription
 from .inbound import Inbound
+from .membership import Membership
 from .outbox import Outbox
 
 log = logging.getLogger("artoo.bus")
@@ -67,6 +68,8 @@ class BusClient(Inbound):
         self.rejected: Counter[str] = Counter()
         self.duplicates = 0                 # byte-identical frames seen again (re-sends, replays)
         self.handler_errors = 0
+        self.deferred = 0                   # work messages a handler left unacknowledged (DEFER)
+        self.busy: Counter[str] = Counter()  # task -> acknowledged messages being handled now
         self.received = 0
         self.sent = 0
         self.lost = 0
@@ -102,22 +105,32 @@ class BusClient(Inbound):
         self._hello_interval = _FIRST_REPROBE_S  # re-probe backoff: 2 ms doubling to 100 ms
         self._start_error: BaseException | None = None
         self._log_budget: Counter[str] = Counter()
+        # Liveness of the other instances of this role, for task ownership (membership.py)
+        self.membership = Membership(role, instance, self.instances, self.node,
+                                     self.settings.missing_after_s,
+                                     self.settings.missing_after_s + self.settings.ack_max_backoff_s)
+        if self.instances > 1:
+            self.on("Heartbeat", self.membership.on_heartbeat, task=role)
 
     # ------------------------------------------------------------------------------------------
     # registration
     # ------------------------------------------------------------------------------------------
     def on(self, type_name: str, fn: Handler, *, ack: bool | str = False, partition: bool = False,
            threaded: bool = False, request: bool = False, task: str | None = None,
-           when: Callable[[Envelope, Any], bool] | None = None, raw: bool = False) -> None:
+           when: Callable[[Envelope, Any], bool] | None = None, raw: bool = False,
+           every_copy: bool = False) -> None:
         """Handle messages of `type_name` ("*" = all). Register before start(), or the call
         blocks until the new subscription is proven live by a fresh handshake.
 
         `ack=True`: this process is a consumer (de-duplicate, acknowledge as its role); a role name
         acknowledges as that role: a process that stands in for another consumer (the scheduler
-        acks the FinalResult of the runs it started as `user`, the role GGS waits for)."""
+        acks the FinalResult of the runs it started as `user`, the role GGS waits for).
+        `every_copy`: an idempotent observer also sees re-sent copies (with signing on, a
+        non-acknowledging handler otherwise gets a byte-identical frame once)."""
         if type_name != ALL and type_name not in MESSAGE_TYPES:
             raise ValueError(f"unknown message type {type_name!r}")
-        sub = Subscription(type_name, fn, ack, partition, threaded, request, task, when, raw)
+        sub = Subscription(type_name, fn, ack, partition, threaded, request, task, when, raw,
+                           every_copy)
         self._subs.append(sub)
         if type_name == ALL:
             self._wildcard.append(sub)
@@ -152,6 +165,7 @@ class BusClient(Inbound):
             raise BusTimeout(f"{self.node}: not ready after {timeout}s "
                              f"({self._start_error or 'no echo from proxy'})")
         self.state = "running"
+        self.membership.started = time.monotonic()   # peers not heard yet: alive for a while
         self._restore_outbox()
         return self
 
@@ -296,10 +310,16 @@ class BusClient(Inbound):
             "gaps": dict(self.gaps), "unacked": len(self._pending), "lost": self.lost,
             "handler_errors": self.handler_errors, "in_flight": self._in_flight,
             "signed": self._signer is not None, "duplicates": self.duplicates,
+            "deferred": self.deferred,
         }
 
     def owns(self, task_id: str) -> bool:
-        return owner(task_id, self.instances) == self.instance
+        """This instance owns the task: first in its rendezvous ranking among the live instances
+        of this role (protocol/bus/membership.py)."""
+        return self.instances <= 1 or self.membership.owner(task_id) == self.instance
+
+    def owner_of(self, task_id: str) -> int:
+        return self.membership.owner(task_id)
 
     # ------------------------------------------------------------------------------------------
     # internals: envelope and queue

@@ -12,6 +12,17 @@ ALL = "*"
 LRU_CAP = 8192
 
 
+class _Defer:
+    def __repr__(self) -> str:
+        return "DEFER"
+
+
+# An acknowledged handler returns DEFER to leave the message unacknowledged and forgotten: its
+# sender re-sends it (backoff up to ack_max_backoff_s) and the next copy is handled afresh, by
+# whichever instance owns the task then (protocol/bus/membership.py).
+DEFER = _Defer()
+
+
 class BusTimeout(TimeoutError):
     pass
 
@@ -28,6 +39,8 @@ class Subscription:
     task: Optional[str] = None     # only this task's messages
     when: Optional[Callable[[Envelope, Any], bool]] = None  # extra filter (e.g. "addressed to me")
     raw: bool = False              # receive the envelope only, skip body validation
+    every_copy: bool = False       # also byte-identical re-sends (an idempotent observer: no
+                                   # replay filter), e.g. a registry of the tasks begun on the bus
 
     @property
     def ack_role(self) -> str | None:

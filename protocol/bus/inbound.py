@@ -22,7 +22,7 @@ import zmq
 
 from ..envelope import Envelope, ProtocolError, decode, parse_body
 from ..messages import Body
-from .common import ALL, LRU_CAP, Subscription
+from .common import ALL, DEFER, LRU_CAP, Subscription
 
 log = logging.getLogger("artoo.bus")
 
@@ -107,8 +107,9 @@ class Inbound:
                 continue
             if sub.type_name != ALL and topic.startswith(b"@") and not mine:
                 continue  # directed at another process
-            if sub.partition and not self.owns(env.task):
-                continue
+            if sub.partition and (not self.owns(env.task) or (
+                    sub.ack and self.membership.fenced(env.task, env.ts))):
+                continue  # not ours (or not yet: membership.py); unacknowledged, so re-sent
             if sub.raw:
                 msg = None
             else:
@@ -141,7 +142,8 @@ class Inbound:
                 if state == "running":
                     continue
                 self._seen.put(env.id, "running")
-            elif not sub.request and self._signer is not None:
+                self.busy[env.task] += 1
+            elif not sub.request and self._signer is not None and not sub.every_copy:
                 if fresh is None:
                     mac = frames[2]
                     fresh = mac not in self._delivered
@@ -176,6 +178,15 @@ class Inbound:
             self._answering.discard(env.id)
         if sub.ack:
             def finish():
+                left = self.busy[env.task] - 1
+                if left > 0:
+                    self.busy[env.task] = left
+                else:
+                    self.busy.pop(env.task, None)
+                if result is DEFER:  # not ours after all: a re-sent copy is handled afresh
+                    self._seen.pop(env.id, None)
+                    self.deferred += 1
+                    return
                 self._seen.put(env.id, "done")
                 self._ack(env, ok, error, role=sub.ack_role)
             self._call_in_loop(finish) if threaded else finish()

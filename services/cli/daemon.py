@@ -8,7 +8,8 @@ import click
 
 from protocol.bus import BusTimeout
 from protocol.curve import CurveError
-from protocol.settings import HOST_FIELDS, load_settings, parse_hostport, write_host_file
+from protocol.settings import (HOST_FIELDS, load_settings, parse_hostport, parse_instances,
+                               write_host_file)
 
 from services.runtime import daemon
 from services.safety import sandbox
@@ -39,19 +40,24 @@ def _settings():
 @click.option("--join", metavar="HOST:PORT", default=None,
               help="worker host: join the bus a main host serves with --listen")
 @click.option("--roles", metavar="ROLE[,ROLE...]", default=None,
-              help="run only these programs on this host (a worker: spawner and/or llm)")
+              help="run only these programs on this host (a worker: spawner, llm and the "
+                   "partitioned roles perceiver, planner, metaval, ggs)")
+@click.option("--instances", metavar="FIRST/TOTAL", default=None,
+              help="this host's instances of each partitioned role are numbered from FIRST, out "
+                   "of TOTAL across all hosts (every host gives the same TOTAL)")
 @click.option("--host-name", default=None, help="this host's name in status and audit reports "
                                                 "(default: the hostname)")
 @click.option("--standalone", is_flag=True,
               help="forget a saved --listen/--join/--roles/--host-name: one host again")
 def up(timeout: float, as_json: bool, listen: str | None, join: str | None, roles: str | None,
-       host_name: str | None, standalone: bool) -> None:
+       instances: str | None, host_name: str | None, standalone: bool) -> None:
     """Start the daemon detached and wait until every role is ready.
 
     The host options are saved in the data dir (host.json): later `up`, `run`, `status` and
     `down` on this host use them until `--standalone`."""
     settings = _settings()
-    given = {"bus_listen": listen, "bus_join": join, "host_roles": roles, "host_name": host_name}
+    given = {"bus_listen": listen, "bus_join": join, "host_roles": roles, "host_name": host_name,
+             "host_instances": instances}
     if standalone or any(v is not None for v in given.values()):
         settings = dataclasses.replace(settings, **{
             name: "" if standalone else (given[name] if given[name] is not None
@@ -61,6 +67,7 @@ def up(timeout: float, as_json: bool, listen: str | None, join: str | None, role
             for hostport in (settings.bus_listen, settings.bus_join):
                 if hostport:
                     parse_hostport(hostport)
+            parse_instances(settings.host_instances)
         except ValueError as exc:
             raise click.UsageError(str(exc))
         if settings.bus_listen and settings.bus_join:

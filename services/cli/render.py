@@ -35,6 +35,7 @@ WAITING = {
     "ReplanRequest": "GGS deciding",
     "OutcomeSummary": "GGS finishing",
     "PlanningFailed": "GGS finishing",
+    "TaskLost": "GGS finishing",
     "PlanDirective": "replanning",
     "TaskCancel": "cancelling",
 }
@@ -123,6 +124,8 @@ def describe(env, msg) -> str | None:
             d += f" | blocked: {esc(', '.join(msg.blocked_tools + msg.blocked_targets), 40)}"
     elif t == "PlanningFailed":
         d = f"[red]planning failed[/red]: {esc(msg.error, 70)}"
+    elif t == "TaskLost":
+        d = f"[red]{esc(msg.role)} state lost[/red]: {esc(msg.reason, 70)}"
     elif t == "FinalResult":
         colour = "red" if msg.directive == "abandon" else "green"
         d = f"[{colour}]{msg.directive}[/{colour}]"

@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from protocol.bus import BusClient
+from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (Criterion, DispatchManifest, EffectorExited, EffectorStarted,
                                SubTask, SubTaskAssign, SubTaskClaim, SubTaskOffer, SubTaskOutcome,
@@ -166,6 +166,12 @@ class Dispatcher:
         self.spawner_seen: dict[str, float] = {}
         self.started = time.time()
         self._ended: dict[str, float] = {}
+        self.takeover = None   # the planner's Takeover (services/runtime/takeover.py)
+
+    def _defer(self, task_id: str) -> bool:
+        """An outcome or exit for a task whose plan another (missing) instance holds."""
+        return (self.takeover is not None and task_id not in self.plans
+                and not self.ended(task_id) and self.takeover.defer(task_id))
 
     # -- wiring --------------------------------------------------------------------------------
     def register(self) -> None:
@@ -195,6 +201,22 @@ class Dispatcher:
             tasklog.append(self.settings.tasks_dir, task_id, "planner_resumed", plan_round=plan.round,
                            group_idx=plan.group_idx)
             log.info("resumed plan of %s (round %d, group %d)", task_id, plan.round, plan.group_idx)
+
+    def resume_one(self, task_id: str) -> bool:
+        """Take over one task's plan from its state file on this machine (its holder ran here)."""
+        data = self.store.load(task_id)
+        if not data:
+            return False
+        try:
+            plan = TaskPlan.from_dict(data)
+        except Exception as exc:  # noqa: BLE001 - then it is ended instead
+            log.warning("unreadable plan state of %s: %s", task_id, exc)
+            return False
+        with self.lock:
+            self.plans[task_id] = plan
+        tasklog.append(self.settings.tasks_dir, task_id, "planner_resumed", plan_round=plan.round,
+                       group_idx=plan.group_idx, taken_over=True)
+        return True
 
     def get(self, task_id: str) -> TaskPlan | None:
         with self.lock:
@@ -372,6 +394,8 @@ class Dispatcher:
 
     def on_exited(self, env: Envelope, msg: EffectorExited) -> None:
         self.spawner_seen[msg.spawner] = time.time()
+        if self._defer(msg.task_id):
+            return DEFER
         with self.lock:
             plan = self.plans.get(msg.task_id)
             pl = plan.placements.get(msg.subtask_id) if plan else None
@@ -390,6 +414,8 @@ class Dispatcher:
         self.spawner_seen[beat.node] = time.time()
 
     def on_outcome(self, env: Envelope, outcome: SubTaskOutcome) -> None:
+        if self._defer(outcome.task_id):
+            return DEFER
         with self.lock:
             plan = self.plans.get(outcome.task_id)
             if (plan is None or outcome.subtask_id not in plan.subtasks

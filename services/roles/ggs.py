@@ -31,7 +31,7 @@ from typing import Any, Optional
 import click
 from pydantic import BaseModel, Field
 
-from protocol.bus import BusClient
+from protocol.bus import DEFER, BusClient
 from protocol.messages import (MESSAGE_TYPES, FinalResult, LlmUsage, LossBreakdown, MemoryWrite,
                                Megram, OutcomeSummary, PlanDirective, PlanningFailed, ReplanRequest,
                                SubTaskOutcome, TaskCancel, TaskSpec)
@@ -39,6 +39,8 @@ from protocol.settings import Settings, load_settings
 
 from services.runtime import tasklog
 from . import loss
+from services.runtime.takeover import Takeover
+from .ggs_takeover import Takeovers
 from services.runtime.taskstate import TaskStateStore
 from .loss import GgsParams, RoundResult, Trajectory
 
@@ -82,7 +84,7 @@ class Tombstone(BaseModel):
 # the solver
 # ------------------------------------------------------------------------------------------------
 
-class Solver:
+class Solver(Takeovers):
     def __init__(self, client: BusClient, settings: Settings, clock=time.time):
         self.client = client
         self.settings = settings
@@ -98,6 +100,12 @@ class Solver:
         self.final_results = 0
         self._recovered = False
         self._key = 0
+        # Several instances (maybe on several hosts): the tasks of a dead instance are ended here
+        # (services/runtime/takeover.py); a task held but no longer owned is a backup only.
+        self.takeover = Takeover(client, settings, begins=("TaskSpec",), ends=("FinalResult",),
+                                 holds=lambda t: t in self.tasks or t in self.tombstones,
+                                 take_over=self.take_over)
+        self.backup_grace_s = self.takeover.settle_s + settings.missing_after_s
 
     # -- wiring --------------------------------------------------------------------------------
     def attach(self) -> "Solver":
@@ -106,18 +114,22 @@ class Solver:
         c.on("ReplanRequest", self.on_replan, ack=True, partition=True)
         c.on("OutcomeSummary", self.on_summary, ack=True, partition=True)
         c.on("PlanningFailed", self.on_planning_failed, ack=True, partition=True)
+        c.on("TaskLost", self.on_task_lost, ack=True, partition=True)
         c.on("LlmUsage", self.on_usage, partition=True)
         c.on("TaskCancel", self.on_cancel, partition=True,
              when=lambda env, _msg: env.sender != ROLE)
         c.add_timer(self.settings.ggs_watchdog_interval_s, self.tick)
         c.heartbeat_info = self.heartbeat_info
+        if self.takeover.active:
+            c.on("FinalResult", self.on_final_elsewhere, when=lambda env, _m: env.node != c.node)
+        self.takeover.attach()
         self.load()
         return self
 
     def heartbeat_info(self) -> dict:
         return {"tasks": len(self.tasks), "tombstones": len(self.tombstones),
                 "watchdog_at": self.watchdog_at, "decisions": self.decisions,
-                "final_results": self.final_results}
+                "final_results": self.final_results, **self.takeover.info()}
 
     def load(self) -> None:
         """Reload the tasks this instance owns (after a crash), deadlines included."""
@@ -134,6 +146,11 @@ class Solver:
         if self.tasks or self.tombstones:
             log.info("recovered %d live task(s) and %d tombstone(s)", len(self.tasks),
                      len(self.tombstones))
+        if self.takeover.active:
+            others = self.store.load_all(lambda t: not self.client.owns(t))
+            self.takeover.register_files({
+                t: {"deadline_at": (r.get("task") or {}).get("deadline_at", 0)}
+                for t, r in others.items() if r.get("kind") != "ended"})
 
     # -- state helpers -------------------------------------------------------------------------
     def ended(self, task_id: str) -> bool:
@@ -143,8 +160,10 @@ class Solver:
         st = self.tasks.get(task_id)
         if st is None:
             now = self.clock()
+            begun = self.takeover.registry.get(task_id)   # its TaskSpec went to another instance
             st = TaskState(task_id=task_id, first_seen=now,
-                           deadline_at=now + self.settings.task_deadline_s)
+                           deadline_at=begun.deadline_at if begun else
+                           now + self.settings.task_deadline_s)
             self.tasks[task_id] = st
         st.intent = st.intent or intent
         st.intent_slug = st.intent_slug or slug
@@ -272,6 +291,8 @@ class Solver:
         return f"{st.llm_calls} of {st.llm_budget}" if spent else ""
 
     def on_replan(self, env, msg: ReplanRequest) -> None:
+        if self.deferred(msg.task_id):
+            return DEFER
         scored = self.score_round(env, msg)
         if scored is None:
             return
@@ -294,6 +315,8 @@ class Solver:
                         self.partial_output(st), msg.outcomes, msg.gap_summary)
 
     def on_summary(self, env, msg: OutcomeSummary) -> None:
+        if self.deferred(msg.task_id):
+            return DEFER
         scored = self.score_round(env, msg)
         if scored is None:
             return
@@ -305,6 +328,8 @@ class Solver:
         self.finish(st, "accept", res, summary, output, msg.outcomes, msg.summary)
 
     def on_planning_failed(self, env, msg: PlanningFailed) -> None:
+        if self.deferred(msg.task_id):
+            return DEFER
         if self.ignore(env, msg):
             return
         st = self.task(msg.task_id, msg.intent, msg.intent_slug)
@@ -327,7 +352,9 @@ class Solver:
                 self.emit(st.task_id, list(st.outbox))
             for tomb in list(self.tombstones.values()):
                 self.emit(tomb.task_id, list(tomb.outbox))
-        for st in [s for s in self.tasks.values() if s.deadline_at and s.deadline_at <= now]:
+        owns = self.client.owns
+        for st in [s for s in self.tasks.values() if s.deadline_at and s.deadline_at <= now
+                   and (owns(s.task_id) or s.deadline_at + self.backup_grace_s <= now)]:
             # Tell every role to stop work on it, then deliver the honest abandon.
             self.client.publish(TaskCancel(task_id=st.task_id, reason="deadline exceeded"))
             limit = st.deadline_at - (st.created_at or st.first_seen)

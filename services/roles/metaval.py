@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from protocol.bus import BusClient
+from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (Criterion, CriterionVerdict, DispatchManifest, FinalResult,
                                OutcomeSummary, ReplanRequest, SubTaskOutcome, TaskCancel)
@@ -34,6 +34,7 @@ from .dispatcher import render_output
 from services.safety.tools import head_tail
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
+from services.runtime.takeover import Begun, Takeover
 from services.runtime.taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
 
 ROLE = "metaval"
@@ -145,15 +146,21 @@ class MetaValidator:
         self.lock = threading.RLock()
         self.pool = ThreadPoolExecutor(4, thread_name_prefix="metaval-eval")
         self._ended: dict[str, float] = {}
+        # Several instances: a dead instance's fan-ins are taken over (resumed or ended)
+        self.takeover = Takeover(client, settings, begins=("DispatchManifest",),
+                                 ends=("FinalResult", "TaskCancel"), holds=self._holds,
+                                 take_over=self._take_over, held=self._held,
+                                 release=self._release)
 
     def register(self) -> None:
         c = self.client
+        self.takeover.attach()   # first: a manifest is registered before on_manifest sees it
         c.on("DispatchManifest", self.on_manifest, ack=True, partition=True)
         c.on("SubTaskOutcome", self.on_outcome, ack=True, partition=True)
         c.on("TaskCancel", self.on_end, partition=True)
         c.on("FinalResult", self.on_end, partition=True)
         c.add_timer(1.0, self.expire)
-        c.heartbeat_info = lambda: {"tasks": len(self.tasks)}
+        c.heartbeat_info = lambda: {"tasks": len(self.tasks), **self.takeover.info()}
 
     def expire(self) -> None:
         """Drop fan-ins of tasks past their deadline: their FinalResult went by while this
@@ -171,12 +178,17 @@ class MetaValidator:
     def resume(self) -> None:
         """Reload fan-ins of a killed predecessor; evaluate rounds that were complete."""
         for task_id, state in self.store.load_all(self.client.owns).items():
+            self._resume_state(task_id, state)
+        self.takeover.register_files(self.store.load_all(lambda t: not self.client.owns(t)))
+
+    def _resume_state(self, task_id: str, state: dict, taken_over: bool = False) -> None:
+        with self.lock:
             self.tasks[task_id] = state
-            tasklog.append(self.settings.tasks_dir, task_id, "metaval_resumed",
-                           plan_round=state.get("round"))
-            state["evaluating_round"] = state.get("evaluated_round", -1)  # the evaluation died with us
-            self._send_pending(state)
-            self._maybe_evaluate(state)
+        tasklog.append(self.settings.tasks_dir, task_id, "metaval_resumed",
+                       plan_round=state.get("round"), taken_over=taken_over or None)
+        state["evaluating_round"] = state.get("evaluated_round", -1)  # the evaluation died with us
+        self._send_pending(state)
+        self._maybe_evaluate(state)
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -198,8 +210,41 @@ class MetaValidator:
             self.tasks[task_id] = state
         return state
 
+    # -- more than one instance (services/runtime/takeover.py) ----------------------------------
+    def _holds(self, task_id: str) -> bool:
+        """A fan-in with its manifest (early outcomes alone do not make a round)."""
+        with self.lock:
+            state = self.tasks.get(task_id)
+            return task_id in self._ended or (state is not None and state["round"] >= 0)
+
+    def _held(self) -> list[str]:
+        with self.lock:
+            return [t for t, st in self.tasks.items() if st["round"] >= 0]
+
+    def _defer(self, task_id: str) -> bool:
+        return not self._holds(task_id) and self.takeover.defer(task_id)
+
+    def _take_over(self, begun: Begun) -> None:
+        """The instance holding this task's fan-in is gone: resume the fan-in from its state file
+        on this machine; else the outcomes it had acknowledged are lost and GGS ends the task."""
+        state = self.store.load(begun.task_id)
+        if state and state.get("task_id") == begun.task_id:
+            self._resume_state(begun.task_id, state, taken_over=True)
+            return
+        msg = self.takeover.lost(begun, ROLE, "the outcomes of its plan round it had collected")
+        tasklog.append(self.settings.tasks_dir, begun.task_id, "metaval_lost", reason=msg.reason)
+        self.on_end(None, SimpleNamespace(task_id=begun.task_id))   # state file on this host too
+        self.client.send(msg)
+
+    def _release(self, task_id: str) -> None:
+        """Its owner is back: forget the fan-in here (its state file stays, for the owner)."""
+        with self.lock:
+            self.tasks.pop(task_id, None)
+
     # -- handlers (loop thread; quick) -------------------------------------------------------------
     def on_manifest(self, env: Envelope, m: DispatchManifest) -> None:
+        if self._defer(m.task_id):
+            return DEFER
         with self.lock:
             if m.task_id in self._ended:
                 return
@@ -223,6 +268,8 @@ class MetaValidator:
             self._maybe_evaluate(state)
 
     def on_outcome(self, env: Envelope, o: SubTaskOutcome) -> None:
+        if self._defer(o.task_id):
+            return DEFER
         with self.lock:
             if o.task_id in self._ended:
                 return

@@ -27,7 +27,7 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from protocol.bus import BusClient
+from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (ClarificationReply, ClarificationRequest, ConversationalReply,
                                TaskConstraints, TaskSpec, UserRequest)
@@ -36,6 +36,7 @@ from protocol.settings import Settings
 from services.runtime import tasklog
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
+from services.runtime.takeover import Begun, Takeover
 from services.runtime.taskstate import TaskStateStore
 
 ROLE = "perceiver"
@@ -207,6 +208,12 @@ class Perceiver:
         self.pending: dict[str, dict] = {}      # task -> {request, qa, round, asked_at, ...}
         self.done: dict[str, float] = {}         # tasks already turned into a TaskSpec/reply
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="perceiver-expire")
+        # Several instances: a question a dead instance was waiting on is taken over
+        self.takeover = Takeover(client, settings, begins=("ClarificationRequest",),
+                                 ends=("TaskSpec", "ConversationalReply", "FinalResult",
+                                       "TaskCancel"),
+                                 holds=self._holds, take_over=self._take_over,
+                                 held=lambda: list(self.pending), release=self._release)
 
     def register(self) -> None:
         c = self.client
@@ -215,11 +222,14 @@ class Perceiver:
         c.on("TaskCancel", self.on_end, partition=True)
         c.on("FinalResult", self.on_end, partition=True)
         c.add_timer(1.0, self.expire_questions)
-        c.heartbeat_info = lambda: {"pending_clarifications": len(self.pending)}
+        c.heartbeat_info = lambda: {"pending_clarifications": len(self.pending),
+                                    **self.takeover.info()}
+        self.takeover.attach()
 
     def resume(self) -> None:
         """Reload clarifications that were waiting for the operator when we were killed."""
         self.pending.update(self.store.load_all(self.client.owns))
+        self.takeover.register_files(self.store.load_all(lambda t: not self.client.owns(t)))
 
     @property
     def llm(self) -> LLMClient:
@@ -242,10 +252,38 @@ class Perceiver:
             return
         self._perceive(state)
 
+    # -- more than one instance (services/runtime/takeover.py) ----------------------------------
+    def _holds(self, task_id: str) -> bool:
+        with self.lock:
+            return task_id in self.pending or task_id in self.done
+
+    def _take_over(self, begun: Begun) -> None:
+        """The instance that asked the question is gone: its state file on this machine keeps
+        the request and the question (the answer still finds it), else GGS ends the task."""
+        state = self.store.load(begun.task_id)
+        if state and state.get("task_id") == begun.task_id:
+            with self.lock:
+                self.pending[begun.task_id] = state
+            tasklog.append(self.settings.tasks_dir, begun.task_id, "perceiver_resumed",
+                           round=state.get("round"))
+            return
+        msg = self.takeover.lost(begun, ROLE, "the request and the clarification it was waiting for")
+        with self.lock:
+            self.done[begun.task_id] = time.time()
+        self.store.delete(begun.task_id)
+        tasklog.append(self.settings.tasks_dir, begun.task_id, "perceiver_lost", reason=msg.reason)
+        self.client.send(msg)
+
+    def _release(self, task_id: str) -> None:
+        with self.lock:
+            self.pending.pop(task_id, None)
+
     def on_clarification(self, env: Envelope, reply: ClarificationReply) -> None:
         task = reply.task_id
         with self.lock:
             state = self.pending.get(task) or self.store.load(task)
+            if state is None and task not in self.done and self.takeover.defer(task):
+                return DEFER  # the question is another (missing) instance's
             if state is None or task in self.done:
                 log.info("clarification reply for unknown or finished task %s ignored", task)
                 return

@@ -18,7 +18,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from protocol.bus import BusClient
+from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (FinalResult, MemoryRecall, PlanDirective, PlanningFailed, TaskCancel,
                                TaskSpec)
@@ -29,6 +29,7 @@ from .calibration import build_constraints, calibrate
 from .dispatcher import Dispatcher, TaskPlan
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
+from services.runtime.takeover import Begun, Takeover
 
 ROLE = "planner"
 log = logging.getLogger("artoo.planner")
@@ -254,6 +255,12 @@ class Planner:
         self.dispatcher = Dispatcher(client, settings)
         self._task_locks: dict[str, threading.Lock] = {}   # one planning at a time per task
         self._lock = threading.Lock()
+        # Several instances: a dead planner instance's tasks are taken over (resumed or ended)
+        self.takeover = Takeover(client, settings, begins=("TaskSpec",),
+                                 ends=("FinalResult", "TaskCancel"), holds=self._holds,
+                                 take_over=self._take_over, held=lambda: list(self.dispatcher.plans),
+                                 release=self._release)
+        self.dispatcher.takeover = self.takeover
 
     def register(self) -> None:
         c = self.client
@@ -262,6 +269,9 @@ class Planner:
         c.on("TaskCancel", self.on_end, partition=True)
         c.on("FinalResult", self.on_end, partition=True)
         self.dispatcher.register()
+        info = c.heartbeat_info
+        c.heartbeat_info = lambda: {**info(), **self.takeover.info()}
+        self.takeover.attach()
 
     @property
     def llm(self) -> LLMClient:
@@ -284,8 +294,11 @@ class Planner:
         with self._task_lock(directive.task_id):
             plan = self.dispatcher.get(directive.task_id)
             if plan is None:
-                if not self.dispatcher.ended(directive.task_id):
-                    self._fail_unknown(directive)
+                if self.dispatcher.ended(directive.task_id):
+                    return
+                if self.takeover.defer(directive.task_id):
+                    return DEFER  # its plan is with another instance (maybe coming back)
+                self._fail_unknown(directive)
                 return
             if env.id in plan.handled:
                 return  # re-delivered directive, already acted on
@@ -295,6 +308,31 @@ class Planner:
         self.dispatcher.drop(msg.task_id)
         with self._lock:
             self._task_locks.pop(msg.task_id, None)
+
+    # -- more than one instance (services/runtime/takeover.py) ----------------------------------
+    def _holds(self, task_id: str) -> bool:
+        with self._lock:
+            planning = task_id in self._task_locks
+        return planning or self.dispatcher.get(task_id) is not None or \
+            self.dispatcher.ended(task_id)
+
+    def _take_over(self, begun: Begun) -> None:
+        """The planner instance holding this task's plan is gone: resume the plan from its state
+        file on this machine, else GGS ends the task (TaskLost)."""
+        task = begun.task_id
+        if self.dispatcher.resume_one(task):
+            return   # its state file is on this machine: the plan carries on here
+        msg = self.takeover.lost(begun, ROLE, "its plan and the dispatch state of its subtasks")
+        tasklog.append(self.settings.tasks_dir, task, "planning_failed", error=msg.reason)
+        self.dispatcher.drop(task)          # ended here; a state file on this host goes too
+        self.client.send(msg)
+
+    def _release(self, task_id: str) -> None:
+        """Its owner is back: forget the task here (its state file stays, for the owner)."""
+        with self.dispatcher.lock:
+            self.dispatcher.plans.pop(task_id, None)
+        with self._lock:
+            self._task_locks.pop(task_id, None)
 
     # -- planning ------------------------------------------------------------------------------
     def _plan(self, spec: TaskSpec, directive: PlanDirective | None, round_: int, msg_id: str,
@@ -403,6 +441,8 @@ def setup(client: BusClient, settings: Settings) -> Planner:
         log.warning("LLM not configured yet: %s", exc)
     planner.register()
     planner.dispatcher.resume()
+    planner.takeover.register_files(
+        planner.dispatcher.store.load_all(lambda t: not client.owns(t)))
     return planner
 
 

@@ -22,9 +22,10 @@ import psutil
 
 from protocol import curve, signing
 from protocol.bus import BusClient, BusTimeout
-from protocol.settings import Settings, env_name
+from protocol.settings import Settings, env_name, parse_instances
 
 from . import local_model
+from .role import PARTITIONED
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCALE = 2
@@ -32,7 +33,9 @@ TAG_VAR = "ARTOO_DAEMON_TAG"      # every daemon process carries it; `down` swee
 
 
 MAIN_ONLY = ("bus", "tap", "auditor", "memory", "scheduler")   # one per bus: on the main host
-WORKER_ROLES = ("spawner", "llm")   # what a joining host may run (effectors and their model)
+# what a joining host may run: effectors and their model, and instances of the roles partitioned
+# by task (their tasks move to the live instances when a host goes: services/runtime/takeover.py)
+WORKER_ROLES = ("spawner", "llm") + PARTITIONED
 
 
 HOST_CONF = "supervisord-host.conf"
@@ -66,10 +69,14 @@ def host_roles(settings: Settings) -> list[str]:
     if settings.bus_join:
         wrong = [r for r in roles if r not in WORKER_ROLES]
         if wrong:
-            where = ("stays on the main host (one per bus)" if set(wrong) <= set(MAIN_ONLY) else
-                     "is partitioned by task and runs on the main host")
-            raise DaemonError(f"{', '.join(wrong)}: {where}; a joining host runs "
-                              f"{' and/or '.join(WORKER_ROLES)}")
+            raise DaemonError(f"{', '.join(wrong)}: stays on the main host (one per bus); a "
+                              f"joining host runs any of {', '.join(WORKER_ROLES)}")
+        if set(roles) & set(PARTITIONED) and not parse_instances(settings.host_instances)[1]:
+            raise DaemonError(
+                f"{', '.join(r for r in roles if r in PARTITIONED)} on a joining host: give "
+                "--instances FIRST/TOTAL, this host's share of each partitioned role's instances "
+                "across the hosts (e.g. main `--instances 0/4`, this host `--instances 2/4` with "
+                "ARTOO_SCALE=2 on each)")
     return roles
 
 
@@ -102,10 +109,15 @@ def daemon_env(settings: Settings, extra: dict[str, str] | None = None) -> dict[
         "PYTHONUNBUFFERED": "1",
         "ARTOO_HOST_NAME": settings.host,
     })
-    for name in ("bus_listen", "bus_join", "host_roles"):
+    for name in ("bus_listen", "bus_join", "host_roles", "host_instances"):
         if getattr(settings, name):
             env[env_name(name)] = getattr(settings, name)
     roles = host_roles(settings)
+    first, total = parse_instances(settings.host_instances)
+    scale = (extra or {}).get("ARTOO_SCALE") or env["ARTOO_SCALE"]
+    if total and (not roles or set(roles) & set(PARTITIONED)) and first + int(scale) > total:
+        raise DaemonError(f"--instances {settings.host_instances}: this host's {scale} "
+                          f"instance(s) (ARTOO_SCALE) from {first} do not fit in {total}")
     if roles:
         env["ARTOO_SUPERVISORD_CONF"] = str(host_conf(settings, roles))
     env.update(extra or {})
@@ -145,9 +157,19 @@ def expected_programs(env: dict[str, str] | None = None) -> list[Program]:
     return programs
 
 
+def first_instance(program: str, env: dict[str, str] | None = None) -> int:
+    """The number of this host's first instance of `program` (ARTOO_HOST_INSTANCES)."""
+    if program not in PARTITIONED:
+        return 0
+    try:
+        return parse_instances((env or os.environ).get(env_name("host_instances"), ""))[0]
+    except ValueError:
+        return 0
+
+
 def expected_instances(env: dict[str, str] | None = None) -> list[tuple[str, int]]:
-    return [(p.name, i) for p in expected_programs(env) if p.autostart and p.heartbeats
-            for i in range(p.numprocs)]
+    return [(p.name, first_instance(p.name, env) + i) for p in expected_programs(env)
+            if p.autostart and p.heartbeats for i in range(p.numprocs)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,7 +210,10 @@ def supervisor_processes(settings: Settings) -> dict[tuple[str, int], dict]:
         program, _, num = name.rpartition("_")
         if not program or not num.isdigit():
             program, num = name, "0"
-        out[(program if program == info["group"] else info["group"], int(num))] = info
+        program = program if program == info["group"] else info["group"]
+        first = (first_instance(program, {env_name("host_instances"): settings.host_instances})
+                 if settings.host_instances else 0)
+        out[(program, first + int(num))] = info
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from protocol.bus import BusClient
 from protocol.messages import TaskTransition
 from protocol.routes import TRANSITION_ROLES
-from protocol.settings import Settings, load_settings
+from protocol.settings import Settings, load_settings, parse_instances
 
 from . import __version__, lifecycle, tasklog
 
@@ -28,8 +28,20 @@ def configure_logging(role: str) -> None:
                         format=f"%(asctime)s {role}[%(process)d] %(levelname)s %(name)s: %(message)s")
 
 
-def instance_from_env() -> tuple[int, int]:
-    return int(os.environ.get("ARTOO_INSTANCE", "0")), int(os.environ.get("ARTOO_INSTANCES", "1"))
+# the roles whose instances share tasks by partition (numprocs in supervisord.conf), maybe on
+# several hosts; the others run one instance per bus (or, the spawner, one per host)
+PARTITIONED = ("perceiver", "planner", "metaval", "ggs")
+
+
+def instance_from_env(settings: Settings | None = None) -> tuple[int, int]:
+    """(instance, instances): supervisord's process_num/numprocs, shifted to this host's range
+    when the role's instances span several hosts (ARTOO_HOST_INSTANCES FIRST/TOTAL)."""
+    num = int(os.environ.get("ARTOO_INSTANCE", "0"))
+    count = int(os.environ.get("ARTOO_INSTANCES", "1"))
+    first, total = parse_instances(settings.host_instances) if settings else (0, 0)
+    if not total:
+        return num, count
+    return first + num, max(total, first + count)
 
 
 def transition_publisher(client: BusClient, as_role: str | None = None):
@@ -55,7 +67,7 @@ def run_role(role: str, setup: Callable[[BusClient, Settings], Any],
     configure_logging(role)
     log = logging.getLogger(f"artoo.{role}")
     settings = settings or load_settings()
-    instance, instances = instance_from_env()
+    instance, instances = instance_from_env(settings if role in PARTITIONED else None)
     client = BusClient(role, instance=instance, instances=instances, settings=settings,
                        version=__version__,
                        outbox=Path(settings.home) / "state" / "outbox" / f"{role}-{instance}")
