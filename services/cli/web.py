@@ -8,7 +8,6 @@ process, so none is left behind.
 """
 from __future__ import annotations
 
-import os
 import signal
 import sys
 
@@ -43,6 +42,9 @@ def web(port: int, token: str) -> None:
     def _term(_sig, _frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, _term)
+    # Ctrl+C stops it even when started from a background job, which inherits SIGINT ignored
+    # (Python then installs no KeyboardInterrupt handler of its own)
+    signal.signal(signal.SIGINT, _term)
     try:
         console.serve_forever()
     except KeyboardInterrupt:
@@ -50,12 +52,6 @@ def web(port: int, token: str) -> None:
     finally:
         console.close()
     click.echo("artoo web stopped")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Everything is closed and nothing of ours runs in a child; a bus or pool thread still inside
-    # a call (the feed's, a memory request's) must not keep Ctrl+C from ending the command (a CI
-    # run under load once waited out 15 s here): leave now, as `artoo web` has nothing left to do.
-    os._exit(0)
 
 
 def register(main: click.Group) -> None:
