@@ -131,6 +131,16 @@ def test_an_empty_file_matching_an_empty_derivation_is_not_verified(settings, ws
                for u in j2.outcome.unverified)
 
 
+def test_a_file_with_content_is_not_rewritten_because_a_check_derived_nothing(settings, ws):
+    goal = "Save the name of the city with the most people in cities.csv to biggest.txt"
+    av = validator(settings, goal, {"output_file": "biggest.txt",
+                                    "command": "awk -F, '$2==max {print $1}' cities.csv"})
+    wrote = run(settings, "echo Lagos > biggest.txt")
+    j = av.judge(result([wrote], "biggest.txt written"))
+    assert j.kind == "matched" and not j.outcome.verified          # no retry, no "verified"
+    assert any("derived nothing to compare" in u for u in j.outcome.unverified)
+
+
 def test_agreement_with_the_executors_own_method_is_not_verified(settings, ws):
     """Two runs of the same method are one derivation: a small model repeats its own mistake
     (a word grepped anywhere in the line), so agreeing with it proves nothing."""
