@@ -124,6 +124,13 @@ def test_kill_9_of_every_process_then_up_resumes_the_task(durable, phase):
         wait_until(lambda: out.exists() and out.read_text() == "A\n", 60, "the tool's write")
     else:
         assert h["held"].wait(60), f"the task never reached {phase}"
+
+    def moves_so_far_seen():     # a move published just before the kill would die in the proxy
+        logged = {t["to"] for t in lifecycle.derive(
+            list(tasklog.read(env.settings.tasks_dir, rid))).entries}
+        seen = {m.to_state for m in env.rec.of("TaskTransition", task=rid)}
+        return seen >= logged or None
+    env.rec.wait_for(moves_so_far_seen, 10, "the moves so far on the bus")
     killed = kill_everything(env.settings)
     assert killed >= 8
     h["release"].set()                      # the held reply now goes to a dead connection
