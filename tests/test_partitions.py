@@ -224,14 +224,21 @@ def wait_instances(stack, want: set[tuple[str, int]], timeout: float = 40.0) -> 
             pids[(hb.role, hb.instance)] = hb.pid
             if set(pids) == want:
                 done.set()
+    listen_heartbeats(stack, on_beat, done, timeout,
+                      lambda: f"heard only {sorted(pids)} of {sorted(want)}")
+    return pids
+
+
+def listen_heartbeats(stack, on_beat, done: threading.Event, timeout: float, failure,
+                      task: str | None = None) -> None:
+    """Feed heartbeats to on_beat until it sets done; failure() says what was missing."""
     probe = BusClient("user", settings=stack.settings, heartbeat=False)
-    probe.on("Heartbeat", on_beat)
+    probe.on("Heartbeat", on_beat, **({"task": task} if task else {}))
     probe.start()
     try:
-        assert done.wait(timeout), f"heard only {sorted(pids)} of {sorted(want)}"
+        assert done.wait(timeout), failure()
     finally:
         probe.stop()
-    return pids
 
 
 def test_goals_hashed_to_dead_instances_complete_and_their_goals_are_taken_over():
@@ -353,11 +360,6 @@ def wait_beat(stack, role: str, pred) -> dict:
         if not done.is_set() and hb.role == role and pred(hb):
             got.update(hb.model_dump())
             done.set()
-    probe = BusClient("user", settings=stack.settings, heartbeat=False)
-    probe.on("Heartbeat", on_beat, task=role)
-    probe.start()
-    try:
-        assert done.wait(WAIT), f"no such heartbeat from {role}"
-    finally:
-        probe.stop()
+    listen_heartbeats(stack, on_beat, done, WAIT, lambda: f"no such heartbeat from {role}",
+                      task=role)
     return got

@@ -31,6 +31,7 @@ from protocol.messages import (Criterion, DispatchManifest, EffectorExited, Effe
                                TaskSpec, ToolCallRecord)
 from protocol.settings import Settings
 
+from services.roles.executor import signature
 from services.runtime import tasklog
 from services.runtime.taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
 from services.safety.tools import head_tail
@@ -99,7 +100,7 @@ class TaskPlan:
                   for c in out.tool_calls if not c.law1]
         seen: dict[str, ToolCallRecord] = {}
         for c in calls:
-            key = c.tool + json.dumps(c.arguments, sort_keys=True, default=str)
+            key = signature(c.tool, c.arguments)    # the identity the executor refuses by
             seen.pop(key, None)
             seen[key] = c.model_copy(update={"output": head_tail(c.output, output_chars)})
         return list(seen.values())[-keep:]
