@@ -52,6 +52,8 @@ def durable():
             h["held"].set()
         if first:
             h["release"].wait(DEADLINE_S)
+        elif "resume" in h:      # the re-asked reply after the restart: once the test hears the bus
+            h["resume"].wait(DEADLINE_S)
 
     def executor(req):
         rid = rid_of(req)
@@ -118,7 +120,8 @@ def test_kill_9_of_every_process_then_up_resumes_the_task(durable, phase):
     env = durable
     rid = f"run-dur-{phase[:4]}-{time.monotonic_ns() % 10**8}"
     out = env.settings.workspace / f"out-{rid}.txt"
-    h = env.holds[rid] = {"phase": phase, "held": threading.Event(), "release": threading.Event()}
+    h = env.holds[rid] = {"phase": phase, "held": threading.Event(), "release": threading.Event(),
+                          "resume": threading.Event()}
     env.session.submit(f"append A {rid}", run_id=rid, deadline_s=DEADLINE_S)
     if phase == "tool_call":
         wait_until(lambda: out.exists() and out.read_text() == "A\n", 60, "the tool's write")
@@ -135,8 +138,14 @@ def test_kill_9_of_every_process_then_up_resumes_the_task(durable, phase):
     assert killed >= 8
     h["release"].set()                      # the held reply now goes to a dead connection
     crashed = time.monotonic()
+    restarted_at = time.time()
     daemon.up(env.settings, timeout_s=120)
     up_s = time.monotonic() - crashed
+    # the watcher hears the new bus before the held phase's reply is given again: a move
+    # published while it was still re-subscribing would never reach it
+    env.rec.wait_for(lambda: any(e.type == "Heartbeat" and e.ts > restarted_at
+                                 for e, _ in env.rec.items), 30, "the watcher on the new bus")
+    h["resume"].set()
     final = env.session.follow(rid, DEADLINE_S)
     assert final is not None, f"{rid}: no FinalResult after the crash at {phase}"
     events = list(tasklog.read(env.settings.tasks_dir, rid))
