@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, ToolCallRecord
-from services.safety import law1
+from services.safety import evidence, law1
 from services.roles.agentval import AgentValidator, ValidatorReply, environmental_cause
 from services.roles.executor import Executor, ExecutorStep, signature
 from services.runtime.llm import LLMError
@@ -113,13 +113,14 @@ def test_duplicate_guard_and_turn_cap(settings, toolbox):
 
 def test_a_repeated_command_that_carries_an_answer_ends_the_attempt_with_it(settings, toolbox):
     # the small model re-sends "COMMAND: x / ANSWER: y" after x already ran: y is taken at once
-    llm = FakeLLM("COMMAND: echo 7", "COMMAND: echo 7\nANSWER: 7", "ANSWER: never asked",
+    llm = FakeLLM("COMMAND: seq 7 8", "COMMAND: seq 7 8\nANSWER: 7", "ANSWER: never asked",
                   local=True)
     result = Executor(subtask("print seven"), llm, toolbox, settings).run_attempt(1)
     assert (result.status, result.output) == ("completed", "7")
-    assert [c.output.strip() for c in result.tool_calls] == ["7"] and len(llm.prompts) == 2
+    assert [c.output.split() for c in result.tool_calls] == [["7", "8"]]
+    assert len(llm.prompts) == 2
     # a command that is new runs, whatever answer it came with
-    fresh = FakeLLM("COMMAND: echo 8\nANSWER: 9", "ANSWER: 8", local=True)
+    fresh = FakeLLM("COMMAND: seq 8 9\nANSWER: 10", "ANSWER: 8", local=True)
     result = Executor(subtask("print eight"), fresh, toolbox, settings).run_attempt(1)
     assert (result.output, len(result.tool_calls)) == ("8", 1)
 
@@ -269,7 +270,8 @@ def test_local_plain_text_protocol_keeps_quotes_intact():
 
 
 def test_python_replies_run_as_programs_with_their_missing_imports(settings, toolbox):
-    from services.roles.executor import parse_local_step, python_command
+    from services.roles.executor import parse_local_step
+    from services.roles.programs import python_command
     step = parse_local_step("PYTHON:\n```python\nrows = list(csv.reader(open('a.csv')))\n"
                             "print(len(rows))\n```\nThis counts the rows.\nANSWER: 3")
     assert step.command.startswith("python3 -c ") and "import csv\n" in step.command
@@ -308,15 +310,14 @@ def test_a_data_file_task_asks_for_python_first_and_a_retry_for_the_other_form(s
 
 def test_calls_of_rejected_attempts_and_rounds_are_not_run_again(settings, toolbox):
     from protocol.messages import CorrectionSignal
-    llm = FakeLLM("COMMAND: echo 1 >> log.txt", "ANSWER: 1",
-                  "COMMAND: echo 1 >> log.txt", "COMMAND: echo 2 >> log.txt", "ANSWER: 2",
-                  local=True)
+    llm = FakeLLM("COMMAND: echo 1 >> log.txt", "COMMAND: echo 1 >> log.txt",
+                  "COMMAND: echo 2 >> log.txt", local=True)
     ex = Executor(subtask("log"), llm, toolbox, settings)
     ex.run_attempt(1)
     result = ex.run_attempt(2, CorrectionSignal(task_id="run-unit", subtask_id="st-1",
                                                 attempt_number=1, what_was_wrong="wrong"))
     assert (settings.workspace / "log.txt").read_text() == "1\n2\n"     # the repeat never ran
-    assert "NOT RUN AGAIN" in llm.prompts[3] and result.output == "2"
+    assert "NOT RUN AGAIN" in llm.prompts[2] and len(result.tool_calls) == 1
     # a later round gets the earlier rounds' calls with its subtask: proposing only those ends
     # the attempt after two refusals, with nothing run
     tried = [ToolCallRecord(tool="shell", arguments={"command": "echo 1 >> log.txt"},
@@ -327,12 +328,29 @@ def test_calls_of_rejected_attempts_and_rounds_are_not_run_again(settings, toolb
     assert result.tool_calls == [] and (settings.workspace / "log.txt").read_text() == "1\n2\n"
 
 
-def test_a_miscopied_answer_gives_way_to_the_one_value_the_program_printed(settings, toolbox):
-    llm = FakeLLM("COMMAND: echo Priya Natarajan", "ANSWER: Tom Becker", local=True)
-    result = Executor(subtask("who"), llm, toolbox, settings).run_attempt(1)
-    assert result.output == "Priya Natarajan"
-    # several lines printed: which one was meant is R4a's to judge, so the claim stays
-    llm = FakeLLM("COMMAND: printf '3\\n4\\n'", "ANSWER: 7", local=True)
-    assert Executor(subtask("sum"), llm, toolbox, settings).run_attempt(1).output == "7"
-    llm = FakeLLM("COMMAND: echo $((1+2)) $((2+2))", "ANSWER: 4", local=True)   # printed: kept
-    assert Executor(subtask("max"), llm, toolbox, settings).run_attempt(1).output == "4"
+def test_a_clean_call_that_prints_one_line_or_nothing_ends_the_attempt_without_asking(
+        settings, toolbox):
+    def run(*replies, goal=""):
+        llm = FakeLLM(*replies, "ANSWER: never asked", local=True)
+        result = Executor(subtask("q", goal=goal), llm, toolbox, settings).run_attempt(1)
+        return result, len(llm.prompts)
+
+    # one line printed: that is the answer (the model's own ANSWER was often miscopied)
+    result, asked = run("COMMAND: echo Priya Natarajan")
+    assert (result.status, result.output, asked) == ("completed", "Priya Natarajan", 1)
+    # several lines, or an error: the model reads them and answers
+    result, asked = run("COMMAND: printf '3\\n4\\n'", "ANSWER: 4")
+    assert (result.output, asked) == ("4", 2)
+    result, asked = run("COMMAND: cat missing.txt", "NOT POSSIBLE: no missing.txt")
+    assert (result.status, asked) == ("not_possible", 2)
+    # nothing printed: a finished write if a file changed, else nothing was found
+    result, asked = run("COMMAND: echo hi > made.txt", goal="Write hi to made.txt")
+    assert (result.status, asked) == ("completed", 1) and (settings.workspace / "made.txt").exists()
+    assert not evidence.answer_values(result.output)
+    result, asked = run("COMMAND: grep -l zebra made.txt", goal="Which file mentions zebra?")
+    assert (result.status, asked) == ("not_possible", 1)
+    result, asked = run("COMMAND: true", goal="Write the zebras to zebras.txt")
+    assert (result.status, asked) == ("uncertain", 1)
+    # a program ending in a bare expression prints it; `open(...) as f:` gets its `with`
+    result, asked = run("PYTHON:\nopen('made.txt') as f:\n    rows = f.readlines()\nlen(rows)")
+    assert (result.status, result.output, asked) == ("completed", "1", 1)

@@ -120,7 +120,7 @@ def test_overview_shows_json_shape_and_missing_final_newline(tmp_path):
 
 
 def test_a_program_that_looks_for_a_word_anywhere_in_the_line_is_grep():
-    from services.roles.executor import python_command
+    from services.roles.programs import python_command
     naive = python_command("with open('app.log') as f:\n"
                            "    print(sum(1 for line in f if 'ERROR' in line))")
     assert ev.same_method(naive, 'grep -c "ERROR" app.log', ["app.log"])

@@ -322,3 +322,30 @@ def test_a_stray_number_after_writing_the_asked_file_does_not_fail_the_work(sett
     j = av.judge(result([wrote], "359"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome.failure_reason
     assert "359" not in (j.outcome.answer or "")
+
+
+def test_a_data_file_goal_is_checked_by_a_program_that_cannot_write(settings, ws):
+    from services.safety import sandbox
+    if sandbox.status(settings).mode != "bubblewrap":
+        pytest.skip("a checking program runs only read-only in the sandbox")
+    goal = "Total population of the Norwegian cities in cities.csv?"
+    program = ("FILE: none\nPYTHON:\n```python\nimport csv\nopen('cities.csv', 'w')\n```")
+    av = validator(settings, goal, program)
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    assert j.kind == "matched" and not j.outcome.verified          # the write was refused
+    assert any("Read-only file system" in u for u in j.outcome.unverified), j.outcome.unverified
+    assert (settings.workspace / "cities.csv").read_text().startswith("city,")
+    # a program that reads records by field agrees: verified; bare final expression printed
+    program = ("FILE: none\nPYTHON:\nrows = csv.DictReader(open('cities.csv'))\n"
+               "sum(int(r['population']) for r in rows if r['country'] == 'Norway')")
+    av = validator(settings, goal, program)
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    assert j.kind == "matched" and j.outcome.verified
+    assert any("python3 -c" in c for c in j.outcome.checks)
+    # its KeyError on a column the goal names and the data lacks: evidence of absence
+    program = ("FILE: none\nPYTHON:\nimport csv\nfor r in csv.DictReader(open('cities.csv')):\n"
+               "    print(r['altitude'])")
+    av = validator(settings, "What is the average altitude in cities.csv?", program)
+    j = av.judge(result([run(settings, "head -1 cities.csv")], "there is no altitude column",
+                        status="not_possible"))
+    assert j.kind == "failed" and j.outcome.not_possible and j.outcome.verified

@@ -13,10 +13,8 @@ LLM and parse errors end the attempt as `failed` with the error text, never sile
 from __future__ import annotations
 
 import json
-import os
 import logging
 import re
-import shlex
 import time
 from typing import Any, Literal, Optional
 
@@ -25,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from protocol.messages import CorrectionSignal, ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
+from services.roles.programs import (PYTHON_PREFIX, names_data_file, python_code,
+                                     python_command)
 from services.runtime import tasklog
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
@@ -174,51 +174,6 @@ _LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|PYTHON|ANSWER|NOT[ _]POSSIBLE|
 _FENCE = re.compile(r"^```[a-z]*\s*\n?|\n?```\s*$", re.I)
 
 
-_STDLIB = ("csv", "json", "os", "re", "sys", "math", "glob", "collections", "statistics",
-           "datetime", "pathlib", "shutil", "configparser")
-PYTHON_PREFIX = "python3 -c "
-
-
-def python_command(code: str) -> str:
-    """A PYTHON: reply as the shell command that runs it (`python3 -c '…'`, quoted for bash), so
-    it goes through the same Law 1 gate, sandbox, journal and records as any command. Standard
-    modules the program uses but forgot to import are imported (the small model often does)."""
-    missing = [m for m in _STDLIB if re.search(rf"\b{m}\.", code)
-               and not re.search(rf"^\s*(?:import|from)\s[^\n]*\b{m}\b", code, re.M)]
-    if missing:
-        code = f"import {', '.join(missing)}\n{code}"
-    return PYTHON_PREFIX + shlex.quote(code)
-
-
-_DATA_FILE = re.compile(r"[\w./-]+\.(?:csv|tsv|json|jsonl|log|ini|env|cfg|conf|ya?ml|toml|xml)\b",
-                        re.I)
-
-
-def names_data_file(text: str, workspace: str) -> bool:
-    """Whether the task names a data file (CSV, JSON, log, config) that exists in the workspace:
-    reading records by their fields is what a short Python program gets right and a one-line
-    grep/awk/cut often does not (a word matched anywhere in the line, quoted commas, a header)."""
-    names = {m.group(0).strip("./") for m in _DATA_FILE.finditer(text or "")}
-    if not names:
-        return False
-    base = os.path.realpath(workspace)
-    for name in names:
-        if os.path.isfile(os.path.join(base, name)):
-            return True
-    wanted = {os.path.basename(n) for n in names}
-    for _, _, files in os.walk(base):
-        if wanted.intersection(files):
-            return True
-    return False
-
-
-def _python_code(body: str) -> str:
-    """The program of a PYTHON: reply: fences and any prose after the closing fence dropped."""
-    fenced = re.match(r"\s*```[a-z0-9]*[ \t]*\n(.*?)(?:\n```|$)", body, re.S | re.I)
-    code = fenced.group(1) if fenced else body
-    return code.strip("\n").rstrip()
-
-
 def parse_local_step(text: str) -> ExecutorStep:
     """The local executor's plain-text reply as a step; ValueError when it has no known form."""
     match = _LOCAL_REPLY.search(text or "")
@@ -237,7 +192,7 @@ def parse_local_step(text: str) -> ExecutorStep:
         after = parse_local_step(rest[nxt.start():]) if nxt else None
         rest = rest[:nxt.start()] if nxt else rest
     if kind == "PYTHON":
-        body = _python_code(rest)
+        body = python_code(rest)
         if not body.strip():
             raise ValueError("PYTHON: has no program")
         body = python_command(body)
@@ -351,24 +306,32 @@ class Executor:
             lines.append("Reply with your first tool call (or the result if no tool is needed).")
         return "\n".join(lines)
 
-    def _printed_answer(self, answer: Any, calls: list[ToolCallRecord], attempt: int) -> Any:
-        """The value the last command printed, when the model's ANSWER states values no output
-        shows and that command printed one short line: a program that prints the final value
-        has answered, and the small model miscopies it (another name from the file's first
-        lines, a sum done in its head). Anything else stays for R4a to judge."""
-        if not calls or calls[-1].error or not isinstance(answer, (str, int, float)):
-            return answer
-        printed = [ln.strip() for ln in (calls[-1].output or "").splitlines() if ln.strip()]
-        if len(printed) != 1 or len(printed[0]) > 120 or printed[0] == "(no output)":
-            return answer
-        goal = f"{self.subtask.goal}\n{self.subtask.intent}"
-        if not evidence.unsupported_values(str(answer), [(c.target, c.output) for c in calls],
-                                           goal):
-            return answer
+    def _finish_from_output(self, record: ToolCallRecord, changed: bool, attempt: int
+                            ) -> Optional[tuple[str, str]]:
+        """The local attempt's result from a clean call that printed at most one short line,
+        without asking the model again: (status, output), or None to ask it. In the benchmark
+        logs the 1.5B model answered after every such output (never another command), and half
+        of those answers were values the output did not show (`1` for a printed 9, a made-up
+        number after a silent write). One line is the answer; nothing printed is a finished
+        write when a file changed, else nothing found (for R4a to confirm or refute)."""
+        if record.law1 or (record.error and not evidence.no_match(record.error)):
+            return None
+        printed = [ln.strip() for ln in (record.output or "").splitlines()
+                   if ln.strip() and ln.strip() != "(no output)"]
+        if len(printed) > 1 or (printed and len(printed[0]) > 120):
+            return None
+        if printed:
+            found = ("completed", printed[0])
+        elif changed:
+            found = ("completed", "done (the command printed nothing)")
+        elif evidence.asks_to_change(f"{self.subtask.goal}\n{self.subtask.intent}"):
+            found = ("uncertain", "the command printed nothing and changed no file")
+        else:
+            found = ("not_possible", "nothing found: the command printed nothing")
         tasklog.append(self.settings.tasks_dir, self.task_id, "answer_from_output",
-                       subtask_id=self.subtask.subtask_id, attempt=attempt,
-                       claimed=str(answer)[:200], printed=printed[0])
-        return printed[0]
+                       subtask_id=self.subtask.subtask_id, attempt=attempt, status=found[0],
+                       output=found[1])
+        return found
 
     def _python_first(self) -> bool:
         """The form the local model is asked for first: after a rejected attempt the other one
@@ -491,8 +454,6 @@ class Executor:
                     # The small model says "failed" after clean tool runs it misread; let R4a
                     # judge the records instead of ending the subtask on that word.
                     status = "uncertain"
-                if self.local and status == "completed":
-                    output = self._printed_answer(output, calls, attempt)
                 return result(status, output, step.uncertainty)
             tool = step.tool.strip()
             args = step.tool_args()
@@ -537,6 +498,7 @@ class Executor:
                 record = ToolCallRecord(tool=tool, arguments=args, target=str(next(iter(
                     args.values()), "")), error=blocked)
             else:
+                before = evidence.digest(str(self.toolbox.workspace)) if self.local else ""
                 record = self._run_once(attempt, turn, tool, args, sig)
             calls.append(record)
             self.history.append(record)
@@ -545,6 +507,11 @@ class Executor:
                            tool=tool, tool_input=args, tool_output=record.output[:500],
                            tool_error=record.error, law1=record.law1 or None,
                            elapsed_ms=record.elapsed_ms)
+            if self.local and not blocked:
+                found = self._finish_from_output(
+                    record, evidence.digest(str(self.toolbox.workspace)) != before, attempt)
+                if found is not None:
+                    return result(*found)
         last = "\n\n".join(f"{describe_call(r)}\n{r.output}" for r in calls[-3:]) or None
         return result("uncertain", last,
                       f"no final result after {self.max_turns} turns")

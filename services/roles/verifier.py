@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
+from services.roles.programs import PYTHON_PREFIX, names_data_file, python_code, python_command
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import evidence as ev
@@ -47,7 +48,7 @@ class Derivation(BaseModel):
     """The re-deriving model's reply: which file the goal asks for (if any) and the command."""
     model_config = ConfigDict(extra="ignore")
     output_file: str = Field(default="", max_length=120)
-    command: str = Field(default="", max_length=300)
+    command: str = Field(default="", max_length=1500)    # a PYTHON: program is longer
 
     @model_validator(mode="before")
     @classmethod
@@ -84,20 +85,56 @@ COMMAND: awk -F, -v k=bob 'NR>1 && $1==k {print $2}' users.csv
 Goal: Put the names of people older than 40 from people.csv (name,age) into old.txt
 FILE: old.txt
 COMMAND: awk -F, 'NR>1 && $2>40 {print $1}' people.csv"""
+# A goal about data inside files: the check is a short program that reads records by their
+# fields (it runs with the workspace copy mounted read-only). The executor's PYTHON: form raised
+# its first-attempt skill from 4/22 to 10/22 on such goals; the checker's awk was often wrong.
+SYSTEM_PYTHON = """You independently check another agent's work. You see the goal and the workspace files as they were BEFORE the work.
+Reply with a FILE: line, then a PYTHON: program:
+FILE: <the file the goal asks to create or change, or none>
+PYTHON:
+<a short python3 program that reads the input files and prints exactly the correct result>
+The program must print exactly the correct result and nothing else:
+- A question: print only the answer value(s), one per line.
+- A file to create or change: print exactly the content that file must have (do not write it).
+- If what the goal asks about does not exist, print nothing.
+- Split each record into its fields (csv.DictReader, json.load, line.split()) and compare the exact field the goal names; use every condition the goal states. Match names exactly.
+Examples:
+Goal: What is bob's email in users.csv (columns name,email)?
+FILE: none
+PYTHON:
+import csv
+for row in csv.DictReader(open('users.csv')):
+    if row['name'] == 'bob':
+        print(row['email'])
+Goal: Put the names of people older than 40 from people.csv (name,age) into old.txt
+FILE: old.txt
+PYTHON:
+import csv
+for row in csv.DictReader(open('people.csv')):
+    if float(row['age']) > 40:
+        print(row['name'])"""
 _LINE = re.compile(r"^\s*(?:\*\*)?(FILE|COMMAND)(?:\*\*)?\s*:\s*(.*)$", re.I | re.M)
+_PROGRAM = re.compile(r"^\s*(?:\*\*)?PYTHON(?:\*\*)?\s*:[ \t]*\n?(.*)", re.I | re.M | re.S)
 
 
 def parse_derivation(text: str) -> Derivation:
-    """`FILE: …` and `COMMAND: …` lines (a fenced block counts as the command)."""
+    """`FILE: …` and `COMMAND: …` lines, or a `PYTHON:` program after the FILE line (run as
+    `python3 -c`); a fenced block counts as the command."""
     fields = {m.group(1).upper(): m.group(2).strip() for m in _LINE.finditer(text or "")}
+    program = _PROGRAM.search(text or "")
+    if program and python_code(program.group(1)).strip():
+        return Derivation(output_file=_file_field(fields.get("FILE", "")),
+                          command=python_command(python_code(program.group(1))))
     command = fields.get("COMMAND", "")
     if not command:
         fenced = re.search(r"```(?:bash|sh)?\s*\n(.+?)```", text or "", re.S)
         command = fenced.group(1).strip() if fenced else ""
-    file = fields.get("FILE", "")
-    if file.lower() in ("none", "-", "n/a", "empty", "(none)"):
-        file = ""
-    return Derivation(output_file=file, command=command.strip("`").strip())
+    return Derivation(output_file=_file_field(fields.get("FILE", "")),
+                      command=command.strip("`").strip())
+
+
+def _file_field(file: str) -> str:
+    return "" if file.lower() in ("none", "-", "n/a", "empty", "(none)") else file
 
 
 @dataclass
@@ -229,10 +266,15 @@ class Verifier:
         self.start()
         check = DerivedCheck()
         self.derived = check
+        root = self.before_dir or self.workspace
+        settings = dataclasses.replace(self.settings, workspace=Path(root))
+        toolbox = Toolbox(settings)
+        # a program can only be run read-only inside the sandbox; without it, a shell command
+        program = toolbox.sandbox.mode == "bubblewrap" and names_data_file(self.goal, root)
         try:
-            reply = parse_derivation(self.llm.complete_text(SYSTEM, self.prompt(),
-                                                            task_id=self.task_id,
-                                                            max_tokens=160))
+            reply = parse_derivation(self.llm.complete_text(
+                SYSTEM_PYTHON if program else SYSTEM, self.prompt(), task_id=self.task_id,
+                max_tokens=300 if program else 160))
         except LLMError as exc:
             check.why_unavailable = f"no independent check (LLM error: {exc})"
             return check
@@ -252,20 +294,22 @@ class Verifier:
         if not check.command:
             check.why_unavailable = "no independent check (the checker proposed no command)"
             return check
-        root = self.before_dir or self.workspace
-        level = classify(check.command, workspace=root, cwd=root).level
-        if level != READ_ONLY:
-            check.why_unavailable = (f"no independent check (its command `{check.command}` is "
-                                     f"{level}, not read-only)")
-            return check
-        settings = dataclasses.replace(self.settings, workspace=Path(root))
-        out = Toolbox(settings).run("shell", {"command": check.command})
+        if check.command.startswith(PYTHON_PREFIX):
+            out = toolbox.run_read_only(check.command)
+        else:
+            level = classify(check.command, workspace=root, cwd=root).level
+            if level != READ_ONLY:
+                check.why_unavailable = (f"no independent check (its command `{check.command}` "
+                                         f"is {level}, not read-only)")
+                return check
+            out = toolbox.run("shell", {"command": check.command})
         check.output = "" if ev.is_absence(out.output) else out.output
         check.error = out.error or ""
-        if out.error and _not_found(out.error) and self._looks_for_absent(check.command):
+        if out.error and self._looks_for_absent(_missing_key(out.error) or (
+                check.command if _not_found(out.error) else "")):
             check.output, check.available = "", True    # it named what the workspace lacks
             return check
-        if out.law1 or (out.error and not _grep_no_match(out.error)):
+        if out.law1 or (out.error and not ev.no_match(out.error)):
             # a failed command proves nothing, not even absence (it may have named a wrong file)
             check.why_unavailable = f"no independent check (`{check.command}` failed: {out.error})"
             return check
@@ -307,7 +351,7 @@ class Verifier:
             invented = ev.unsupported_values(answer, outputs, self.goal)
             last = (current or records or [None])[-1]
             nothing = last is not None and ev.is_absence(last.output) and \
-                (not last.error or _grep_no_match(last.error))
+                (not last.error or ev.no_match(last.error))
             if invented and nothing:
                 return Law0Report(
                     "failed", f"the answer states {', '.join(invented[:5])}, but the last "
@@ -521,7 +565,7 @@ def _strip_redirect(command: str, file: str) -> str:
 def _outputs(records: list[ToolCallRecord]) -> list[tuple[str, str]]:
     """(what the call spelt out, what it printed) of the successful calls."""
     return [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")
-            for r in records if not r.error or _grep_no_match(r.error)]
+            for r in records if not r.error or ev.no_match(r.error)]
 
 
 def _norm_cmd(command: str) -> str:
@@ -555,11 +599,12 @@ def _clean_path(raw: str) -> str:
     return path
 
 
+def _missing_key(error: str) -> str:
+    """The key a check's program failed on (`KeyError: 'rating'`): a column or key the data
+    lacks, which is evidence of absence when the goal names it and the workspace does not."""
+    match = re.search(r"KeyError: '([^']+)'", error or "")
+    return match.group(1) if match else ""
+
+
 def _not_found(error: str) -> bool:
     return bool(re.search(r"no such file|cannot open|does not exist", error or "", re.I))
-
-
-def _grep_no_match(error: str) -> bool:
-    """grep style exit 1 with no output (or `grep -c`'s 0): "nothing matched" — an answer,
-    not a failure."""
-    return (error or "").strip() in ("exit status 1", "exit status 1: 0")

@@ -184,6 +184,12 @@ def unsupported_values(answer: str, outputs: Iterable[tuple[str, str]], goal: st
 _ABSENCE_OUTPUT = re.compile(r"^\s*(\(no output\))?\s*$")
 
 
+def no_match(error: str) -> bool:
+    """grep style exit 1 with no output (or `grep -c`'s 0): "nothing matched" — an answer,
+    not a failure."""
+    return (error or "").strip() in ("exit status 1", "exit status 1: 0")
+
+
 def is_absence(output: str) -> bool:
     """A derivation that printed nothing: the thing it looked for does not exist."""
     return bool(_ABSENCE_OUTPUT.match(output or ""))

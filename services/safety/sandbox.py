@@ -128,8 +128,9 @@ def hidden_paths(settings: Settings) -> list[str]:
 
 
 def command_argv(settings: Settings, command: str, *, workspace: str, network: bool,
-                 read_roots: list[str]) -> list[str]:
-    """The bwrap command line that runs `bash -c command` confined to `workspace`."""
+                 read_roots: list[str], writable: bool = True) -> list[str]:
+    """The bwrap command line that runs `bash -c command` confined to `workspace` (mounted
+    read-only when not `writable`: a check that must not change what it reads)."""
     # --cap-drop ALL: run as root, bwrap would otherwise leave the command every capability
     argv = [shutil.which(BWRAP) or BWRAP, "--die-with-parent", "--new-session", "--unshare-all",
             "--cap-drop", "ALL", "--hostname", "artoo-sandbox"]
@@ -150,7 +151,7 @@ def command_argv(settings: Settings, command: str, *, workspace: str, network: b
     for root in read_roots:
         if os.path.isdir(root) or os.path.isfile(root):
             argv += ["--ro-bind", root, root]
-    argv += ["--bind", workspace, workspace]
+    argv += ["--bind" if writable else "--ro-bind", workspace, workspace]
     for hidden in hidden_paths(settings):     # after the binds: masks win over any of them
         if os.path.isdir(hidden) and _under_any(hidden, [workspace, *read_roots]):
             argv += ["--tmpfs", hidden]

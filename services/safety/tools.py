@@ -23,7 +23,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Optional
 
@@ -255,7 +255,11 @@ class Toolbox:
                                snapshot_roots=[self.workspace])
             except OSError:
                 pass
-        out, code, timed_out = self._run_bash(command, network=network)
+        return self._bash_output(command, prefix, network=network)
+
+    def _bash_output(self, command: str, prefix: str = "", *, network: bool = False,
+                     writable: bool = True) -> ToolOutput:
+        out, code, timed_out = self._run_bash(command, network=network, writable=writable)
         out = self._redact(out)
         if timed_out:
             error = f"timed out after {self.settings.shell_timeout_s:g}s (process group killed)"
@@ -267,14 +271,24 @@ class Toolbox:
         return ToolOutput(output=prefix + (out if out.strip() else "(no output)"), error=error,
                           target=command)
 
-    def _run_bash(self, command: str, *, network: bool = False) -> tuple[str, int, bool]:
+    def run_read_only(self, command: str) -> ToolOutput:
+        """Any program, with the workspace mounted read-only in the sandbox and no network: what
+        the Law 1 gate cannot classify (a Python program) is safe this way, and only this way —
+        without bubblewrap it is refused."""
+        if self.sandbox.mode != "bubblewrap":
+            return ToolOutput(error=f"refused: a program runs read-only only in the sandbox "
+                                    f"({self.sandbox.detail})", target=command)
+        return self._bash_output(command, writable=False)
+
+    def _run_bash(self, command: str, *, network: bool = False, writable: bool = True
+                  ) -> tuple[str, int, bool]:
         argv = ["bash", "-c", command]
         limits = None
         if self.sandbox.mode == "bubblewrap":
             limits = sandbox.Limits(self.settings)
             argv = limits.prefix() + sandbox.command_argv(
                 self.settings, command, workspace=self.workspace, network=network,
-                read_roots=self.read_roots)
+                read_roots=self.read_roots, writable=writable)
         try:
             return self._spawn(argv)
         finally:
@@ -413,7 +427,7 @@ class Toolbox:
         if not matches:
             return ToolOutput(output=f"(no files matched {pattern} under {self.display(base)})",
                               target=pattern)
-        more = f"\n… more matches not shown" if len(matches) > MAX_LIST else ""
+        more = "\n… more matches not shown" if len(matches) > MAX_LIST else ""
         return ToolOutput(output="\n".join(sorted(matches[:MAX_LIST])) + more, target=pattern)
 
     def _search_text(self, pattern: Any, path: Any = None, glob: Any = None) -> ToolOutput:

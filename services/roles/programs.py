@@ -1,0 +1,79 @@
+"""Short Python programs in the bundled model's replies (the executor's `PYTHON:` form and the
+checker's): taken out of their fences, mended where the small model reliably slips, and run as a
+`python3 -c '…'` shell command so they pass the same gates, sandbox and records as any command."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shlex
+
+_STDLIB = ("csv", "json", "os", "re", "sys", "math", "glob", "collections", "statistics",
+           "datetime", "pathlib", "shutil", "configparser")
+PYTHON_PREFIX = "python3 -c "
+
+
+_BARE_OPEN = re.compile(r"^(\s*)(open\(.*\)\s+as\s+\w+\s*:)", re.M)
+
+
+def _print_last_value(code: str) -> str:
+    """A program ending in a bare expression prints its value, as the interactive interpreter
+    does: the small model often ends with `len(rows)` or `f.readline()` and prints nothing."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Expr) or last.col_offset != 0 or (
+            isinstance(last.value, ast.Call) and isinstance(last.value.func, ast.Name)
+            and last.value.func.id == "print"):
+        return code
+    lines = code.splitlines()
+    if last.end_lineno != len(lines):
+        return code
+    value = ast.get_source_segment(code, last)
+    head = "\n".join(lines[:last.lineno - 1])
+    return (f"{head}\n" if head else "") + (f"_value = ({value})\n"
+                                            f"if _value is not None:\n    print(_value)")
+
+
+def python_command(code: str) -> str:
+    """A PYTHON: reply as the shell command that runs it (`python3 -c '…'`, quoted for bash), so
+    it goes through the same Law 1 gate, sandbox, journal and records as any command. Slips the
+    small model often makes are mended: standard modules used but not imported are imported,
+    `open(…) as f:` gets its `with`, and a final bare expression is printed."""
+    code = _print_last_value(_BARE_OPEN.sub(r"\1with \2", code))
+    missing = [m for m in _STDLIB if re.search(rf"\b{m}\.", code)
+               and not re.search(rf"^\s*(?:import|from)\s[^\n]*\b{m}\b", code, re.M)]
+    if missing:
+        code = f"import {', '.join(missing)}\n{code}"
+    return PYTHON_PREFIX + shlex.quote(code)
+
+
+_DATA_FILE = re.compile(r"[\w./-]+\.(?:csv|tsv|json|jsonl|log|ini|env|cfg|conf|ya?ml|toml|xml)\b",
+                        re.I)
+
+
+def names_data_file(text: str, workspace: str) -> bool:
+    """Whether the task names a data file (CSV, JSON, log, config) that exists in the workspace:
+    reading records by their fields is what a short Python program gets right and a one-line
+    grep/awk/cut often does not (a word matched anywhere in the line, quoted commas, a header)."""
+    names = {m.group(0).strip("./") for m in _DATA_FILE.finditer(text or "")}
+    if not names:
+        return False
+    base = os.path.realpath(workspace)
+    for name in names:
+        if os.path.isfile(os.path.join(base, name)):
+            return True
+    wanted = {os.path.basename(n) for n in names}
+    for _, _, files in os.walk(base):
+        if wanted.intersection(files):
+            return True
+    return False
+
+
+def python_code(body: str) -> str:
+    """The program of a PYTHON: reply: fences and any prose after the closing fence dropped."""
+    fenced = re.match(r"\s*```[a-z0-9]*[ \t]*\n(.*?)(?:\n```|$)", body, re.S | re.I)
+    code = fenced.group(1) if fenced else body
+    return code.strip("\n").rstrip()
