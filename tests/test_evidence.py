@@ -148,3 +148,11 @@ def test_same_method_ignores_where_a_command_reads_and_writes():
     assert not ev.same_method("find . -name '*.py' | wc -l", "ls *.py | wc -l")  # only wc shared
     assert ev.method("grep x a.txt > out.txt; cat out.txt", ["a.txt", "out.txt"]) == \
         frozenset({("grep", frozenset(), frozenset())})
+
+
+def test_a_question_that_describes_a_state_asks_for_no_change():
+    assert not ev.asks_to_change("What value is db_port set to in settings.env?")
+    assert not ev.asks_to_change("Which rows of data.csv are empty?")
+    assert ev.asks_to_change("Set db_port to 5432 in settings.env.")
+    assert ev.asks_to_change("Which rows are empty? Keep only the others in out.csv")
+    assert ev.asks_to_change("Can you write the total to total.txt?")     # a strong verb

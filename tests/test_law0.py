@@ -349,3 +349,19 @@ def test_a_data_file_goal_is_checked_by_a_program_that_cannot_write(settings, ws
     j = av.judge(result([run(settings, "head -1 cities.csv")], "there is no altitude column",
                         status="not_possible"))
     assert j.kind == "failed" and j.outcome.not_possible and j.outcome.verified
+
+
+def test_agreement_on_a_near_match_of_a_missing_name_is_not_verified(settings, ws):
+    # the goal names a column the data lacks; executor and check both read a longer name that
+    # contains it, and agree: the answer is to another question (the impossible-goal shape)
+    from services.roles.programs import python_command
+    (settings.workspace / "towns.csv").write_text("town,ratings_count\nA,10\nB,30\n")
+    mean = python_command("import csv\nr = [int(x['ratings_count']) for x in "
+                          "csv.DictReader(open('towns.csv'))]\nprint(sum(r) / len(r))")
+    av = validator(settings, "What is the average rating of the towns in towns.csv?",
+                   {"output_file": "", "command": "awk -F, 'NR>1 {t+=$2; c++} END {print t/c}' "
+                                                  "towns.csv"})
+    j = av.judge(result([run(settings, mean)], "20.0"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("'rating', which no file has (the work used 'ratings_count')" in u
+               for u in j.outcome.unverified)

@@ -97,7 +97,7 @@ The program must print exactly the correct result and nothing else:
 - A question: print only the answer value(s), one per line.
 - A file to create or change: print exactly the content that file must have (do not write it).
 - If what the goal asks about does not exist, print nothing.
-- Split each record into its fields (csv.DictReader, json.load, line.split()) and compare the exact field the goal names; use every condition the goal states. Match names exactly.
+- Split each record into its fields and compare the exact field the goal names: csv.DictReader for CSV; json.load for JSON; for logs, settings and other text, for line in open(...) with line.split() or line.partition('='). Use every condition the goal states. Match names exactly.
 Examples:
 Goal: What is bob's email in users.csv (columns name,email)?
 FILE: none
@@ -322,6 +322,14 @@ class Verifier:
               revealed: bool = False) -> Law0Report:
         report = self._check(result, records, current=current, revealed=revealed)
         file = self.derived.output_file if self.derived is not None else ""
+        if report.kind == "verified":
+            commands = [r.target for r in records] + [self.derived.command if self.derived
+                                                      else ""]
+            near = ev.near_matches(self.goal, self.before_dir or self.workspace, commands)
+            if near:
+                report.kind = "unverified"
+                report.unverified.append("the goal names " + ", ".join(
+                    f"{t!r}, which no file has (the work used {w!r})" for t, w in near[:3]))
         report.answer_stated = bool(ev.answer_values(report.answer)) or bool(self.changed) or (
             bool(file) and os.path.isfile(os.path.join(self.workspace, file)))
         return report

@@ -243,6 +243,13 @@ def absent_terms(goal: str, root: str, *, max_bytes: int = 8 << 20) -> list[str]
               if t not in STOPWORDS and len(t) >= 3 and not is_number(t)]
     if not wanted:
         return []
+    seen = workspace_words(root, max_bytes=max_bytes)
+    return [t for t in wanted if t not in seen]
+
+
+def workspace_words(root: str, *, max_bytes: int = 8 << 20) -> set[str]:
+    """Every word of the workspace, lower-cased: file and folder names, and the words and
+    identifiers of its text files (the first `max_bytes`)."""
     seen: set[str] = set()
     total = 0
     for path in _walk(root, 5000):
@@ -263,7 +270,21 @@ def absent_terms(goal: str, root: str, *, max_bytes: int = 8 << 20) -> list[str]
         text = raw.decode("utf-8", "replace")
         seen.update(tokens(text))
         seen.update(w.lower() for w in re.findall(r"[A-Za-z0-9_]+", text))
-    return [t for t in wanted if t not in seen]
+    return seen
+
+
+def near_matches(goal: str, root: str, commands: Iterable[str]) -> list[tuple[str, str]]:
+    """(what the goal names, what the work used instead): a name of the goal that the workspace
+    lacks, while the commands read a longer name of the workspace that contains it (`rating` →
+    the column `ratings_count`). Agreement computed on a near match answers another question:
+    an impossible goal answered with a near match is the failure shape this catches."""
+    absent = [t for t in absent_terms(goal, root) if len(t) >= 4 and re.fullmatch(r"[\w-]+", t)]
+    if not absent:
+        return []
+    words = workspace_words(root)
+    used = {w.lower() for c in commands for w in re.findall(r"[A-Za-z0-9_]+", c or "")}
+    return [(t, w) for t in absent for w in sorted(used & words)
+            if t in w and len(w) > len(t)]
 
 
 def _content_lines(text: str) -> list[str]:
@@ -408,17 +429,23 @@ def mentions_time(text: str) -> bool:
 
 
 _CHANGE_WORDS = re.compile(r"\b(write|writes|put|save|store|create|make|add|append|insert|"
-                           r"prepend|remove|delete|drop|change|update|replace|rewrite|rename|"
-                           r"move|copy|sort|fix|edit|set|record|clean|convert|fill|merge|"
-                           r"split|truncate|overwrite|modify|correct|deduplicate|uppercase|"
-                           r"lowercase|strip|trim|keep|empty)\b", re.I)
+                           r"prepend|remove|delete|drop|update|replace|rewrite|rename|"
+                           r"move|copy|edit|convert|merge|truncate|overwrite|modify|deduplicate|"
+                           r"uppercase|lowercase)\b", re.I)
+# words that ask for a change in an order but describe a state in a question ("What is db_port
+# set to?", "Which records are empty?")
+_WEAK_CHANGE_WORDS = re.compile(r"\b(change|sort|fix|set|record|clean|fill|split|correct|strip|"
+                                r"trim|keep|empty)\b", re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def asks_to_change(goal: str) -> bool:
     """Whether a goal asks for a file to be written or changed at all. A question ("How many
     ERROR lines are in app.log?") names only files it reads: telling the executor to rewrite one of
     them would damage an input."""
-    return bool(_CHANGE_WORDS.search(goal or ""))
+    goal = goal or ""
+    orders = " ".join(s for s in _SENTENCE_END.split(goal) if not s.rstrip().endswith("?"))
+    return bool(_CHANGE_WORDS.search(goal) or _WEAK_CHANGE_WORDS.search(orders))
 
 
 _REDIRECT = re.compile(r"\d*(?:>>?|<)&?\s*(?:\d\b|'[^']*'|\"[^\"]*\"|[^\s;|&]+)")
