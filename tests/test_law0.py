@@ -324,17 +324,25 @@ def test_a_stray_number_after_writing_the_asked_file_does_not_fail_the_work(sett
     assert "359" not in (j.outcome.answer or "")
 
 
-def test_a_data_file_goal_is_checked_by_a_program_that_cannot_write(settings, ws):
+def test_a_data_file_goal_is_checked_by_a_program_on_a_scratch_copy(settings, ws):
     from services.safety import sandbox
     if sandbox.status(settings).mode != "bubblewrap":
         pytest.skip("a checking program runs only read-only in the sandbox")
-    goal = "Total population of the Norwegian cities in cities.csv?"
-    program = ("FILE: none\nPYTHON:\n```python\nimport csv\nopen('cities.csv', 'w')\n```")
+    # told to print a file's content, the small model writes the file: it runs on a scratch
+    # copy, and what it wrote there is its derivation; nothing else is touched
+    goal = "Write the Norwegian cities of cities.csv, one per line, to norway.txt"
+    program = ("FILE: norway.txt\nPYTHON:\n```python\nimport csv\n"
+               "with open('norway.txt', 'w') as out:\n"
+               "    for r in csv.DictReader(open('cities.csv')):\n"
+               "        if r['country'] == 'Norway':\n            out.write(r['city'] + '\\n')\n"
+               "open('cities.csv', 'w').close()\n```")
     av = validator(settings, goal, program)
-    j = av.judge(result([run(settings, SUM)], "985000"))
-    assert j.kind == "matched" and not j.outcome.verified          # the write was refused
-    assert any("Read-only file system" in u for u in j.outcome.unverified), j.outcome.unverified
+    wrote = run(settings, "awk -F, '$3==\"Norway\" {print $1}' cities.csv > norway.txt")
+    j = av.judge(result([wrote], "done"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
     assert (settings.workspace / "cities.csv").read_text().startswith("city,")
+    assert av.verifier.derived.output.split() == ["Oslo", "Bergen"]
+    goal = "Total population of the Norwegian cities in cities.csv?"
     # a program that reads records by field agrees: verified; bare final expression printed
     program = ("FILE: none\nPYTHON:\nrows = csv.DictReader(open('cities.csv'))\n"
                "sum(int(r['population']) for r in rows if r['country'] == 'Norway')")

@@ -220,7 +220,7 @@ def test_fail_closed_without_bubblewrap_and_off_is_explicit(tmp_path, monkeypatc
         assert box.sandbox.mode == "off"
         assert box.run("shell", {"command": "echo hi"}).output.strip() == "hi"
         # a program that only the sandbox keeps read-only is not run outside it
-        out = box.run_read_only("echo hi > made.txt")
+        out = box.run_confined("echo hi > made.txt")
         assert out.error and "refused" in out.error and not (tmp_path / "ws/made.txt").exists()
     finally:
         sandbox._probe.cache_clear()

@@ -40,7 +40,7 @@ from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import evidence as ev
 from services.safety.law1 import READ_ONLY, classify
-from services.safety.tools import Toolbox, head_tail
+from services.safety.tools import Toolbox, ToolOutput, head_tail
 
 log = logging.getLogger("artoo.verifier")
 
@@ -93,7 +93,7 @@ Reply with a FILE: line, then a PYTHON: program:
 FILE: <the file the goal asks to create or change, or none>
 PYTHON:
 <a short python3 program that reads the input files and prints exactly the correct result>
-The program must print exactly the correct result and nothing else:
+The program must print exactly the correct result and nothing else (it must not write files):
 - A question: print only the answer value(s), one per line.
 - A file to create or change: print exactly the content that file must have (do not write it).
 - If what the goal asks about does not exist, print nothing.
@@ -269,7 +269,7 @@ class Verifier:
         root = self.before_dir or self.workspace
         settings = dataclasses.replace(self.settings, workspace=Path(root))
         toolbox = Toolbox(settings)
-        # a program can only be run read-only inside the sandbox; without it, a shell command
+        # a program can only be confined by the sandbox; without it, a shell command
         program = toolbox.sandbox.mode == "bubblewrap" and names_data_file(self.goal, root)
         try:
             reply = parse_derivation(self.llm.complete_text(
@@ -295,7 +295,7 @@ class Verifier:
             check.why_unavailable = "no independent check (the checker proposed no command)"
             return check
         if check.command.startswith(PYTHON_PREFIX):
-            out = toolbox.run_read_only(check.command)
+            out = self._run_program(check.command, check.output_file, root)
         else:
             level = classify(check.command, workspace=root, cwd=root).level
             if level != READ_ONLY:
@@ -315,6 +315,27 @@ class Verifier:
             return check
         check.available = True
         return check
+
+    def _run_program(self, command: str, output_file: str, root: str) -> ToolOutput:
+        """A checking program, in the sandbox on a scratch copy of the before-copy (it cannot
+        reach anything else, and the before-copy stays as it was). Told to print the file's
+        content, the small model often writes the file instead: what it wrote there is its
+        derivation all the same."""
+        scratch = tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}-scratch-")
+        try:
+            if not ev.copy_tree(root, scratch):
+                return Toolbox(dataclasses.replace(self.settings, workspace=Path(root))
+                               ).run_confined(command, writable=False)
+            out = Toolbox(dataclasses.replace(self.settings, workspace=Path(scratch))
+                          ).run_confined(command)
+            written = os.path.join(scratch, output_file) if output_file else ""
+            if not out.error and ev.is_absence(out.output) and written and \
+                    os.path.isfile(written):
+                with open(written, encoding="utf-8", errors="replace") as fh:
+                    out.output = fh.read(1 << 20) or "(no output)"
+            return out
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     # -- the checks -------------------------------------------------------------------------
     def check(self, result: ExecutionResult, records: list[ToolCallRecord], *,

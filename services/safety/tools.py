@@ -271,14 +271,15 @@ class Toolbox:
         return ToolOutput(output=prefix + (out if out.strip() else "(no output)"), error=error,
                           target=command)
 
-    def run_read_only(self, command: str) -> ToolOutput:
-        """Any program, with the workspace mounted read-only in the sandbox and no network: what
-        the Law 1 gate cannot classify (a Python program) is safe this way, and only this way —
-        without bubblewrap it is refused."""
+    def run_confined(self, command: str, *, writable: bool = True) -> ToolOutput:
+        """Any program, without the Law 1 gate and without asking, in the sandbox and only there
+        (without bubblewrap it is refused): for a check that runs on a scratch copy of the
+        workspace (or read-only), where what the gate cannot classify — a Python program — can
+        harm nothing."""
         if self.sandbox.mode != "bubblewrap":
-            return ToolOutput(error=f"refused: a program runs read-only only in the sandbox "
+            return ToolOutput(error=f"refused: a program runs unasked only in the sandbox "
                                     f"({self.sandbox.detail})", target=command)
-        return self._bash_output(command, writable=False)
+        return self._bash_output(command, writable=writable)
 
     def _run_bash(self, command: str, *, network: bool = False, writable: bool = True
                   ) -> tuple[str, int, bool]:
