@@ -324,7 +324,7 @@ def test_calls_of_rejected_attempts_and_rounds_are_not_run_again(settings, toolb
                             target="echo 1 >> log.txt", output="")]
     stuck = FakeLLM("COMMAND: echo 1 >> log.txt", "COMMAND:   echo 1  >> log.txt", local=True)
     result = Executor(subtask("log", tried_calls=tried), stuck, toolbox, settings).run_attempt(1)
-    assert result.status == "uncertain" and "already failed" in result.uncertainty
+    assert result.status == "failed" and "already failed" in result.uncertainty
     assert result.tool_calls == [] and (settings.workspace / "log.txt").read_text() == "1\n2\n"
 
 

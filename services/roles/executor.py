@@ -484,7 +484,10 @@ class Executor:
                                tool_input=args, tried_before=True, executed=False)
                 refused += 1
                 if refused >= 2:
-                    return result("uncertain", calls[-1].output if calls else None,
+                    # "failed", not "uncertain": a retry of this subtask would be shown the same
+                    # prompt and propose the same calls (seen: three rounds of two refusals each)
+                    return result("failed" if not calls else "uncertain",
+                                  calls[-1].output if calls else None,
                                   "executor stuck: it proposes only calls that already failed")
                 shown = head_tail(earlier.output or earlier.error or "(no output)", 300)
                 notes.append(f"NOT RUN AGAIN: an earlier attempt already ran exactly this, and "
