@@ -7,7 +7,9 @@ The Agent-Validator's model verdict is an opinion. This module supplies the evid
 2. One independent re-derivation: a model that sees the goal and the workspace's files but never
    the executor's commands or answer proposes ONE read-only command that prints the answer, or the
    exact content a file the goal asks for must have. Code runs it — only if the Law 1 gate
-   classifies it read-only — on the *before* copy, so it derives from the original inputs.
+   classifies it read-only — on the *before* copy, so it derives from the original inputs. For a
+   goal about a data file it is a short Python program instead, run in the sandbox on a scratch
+   copy of the before-copy (the gate cannot classify a program).
 3. The checks (`check`): values of the answer that occur in no tool output are invented; a file
    the goal asks for must exist and hold the derived content; a question's answer must agree with
    the derivation; an executor's "not possible" must agree with a derivation that found nothing;
@@ -86,8 +88,9 @@ Goal: Put the names of people older than 40 from people.csv (name,age) into old.
 FILE: old.txt
 COMMAND: awk -F, 'NR>1 && $2>40 {print $1}' people.csv"""
 # A goal about data inside files: the check is a short program that reads records by their
-# fields (it runs with the workspace copy mounted read-only). The executor's PYTHON: form raised
-# its first-attempt skill from 4/22 to 10/22 on such goals; the checker's awk was often wrong.
+# fields (run in the sandbox on a scratch copy of the before-copy). The executor's PYTHON: form
+# raised its first-attempt skill from 4/22 to 10/22 on such goals; the checker's awk was often
+# wrong.
 SYSTEM_PYTHON = """You independently check another agent's work. You see the goal and the workspace files as they were BEFORE the work.
 Reply with a FILE: line, then a PYTHON: program:
 FILE: <the file the goal asks to create or change, or none>
