@@ -1,6 +1,6 @@
 """Acceptance (issue 7): 1,000 msgs/s for 60 s through the proxy, the tap SIGKILLed and restarted in
 the middle — the audit log holds every message exactly once (ids and counts match the publishers').
-The default suite streams for 20 s (the same kill at the midpoint); `bash scripts/test-soak` runs
+The default suite streams for 10 s (the same kill at the midpoint); `bash scripts/test-soak` runs
 the full 60 s (ARTOO_STREAM_SECONDS).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from conftest import stop_process
 from protocol.messages import LlmUsage
 
 RATE = 1000                                              # messages per second, all publishers
-SECONDS = float(os.environ.get("ARTOO_STREAM_SECONDS", "20"))
+SECONDS = float(os.environ.get("ARTOO_STREAM_SECONDS", "10"))
 
 
 @pytest.mark.slow
