@@ -26,7 +26,11 @@ from scripted_llm import ScriptedLLM
 from services.runtime import daemon, lifecycle, schedules, tasklog
 
 DEADLINE_S = 150.0
-PHASES = ["perceiving", "planning", "tool_call", "executing", "validating", "review"]
+# Perceiving resumes as planning does (an unacknowledged work message re-sent to a role that has not
+# started it), validating as review: those two run in `bash scripts/test-chaos`, not in the
+# default suite (each phase restarts the whole daemon, ~15 s).
+PHASES = [pytest.param("perceiving", marks=pytest.mark.chaos), "planning", "tool_call",
+          "executing", pytest.param("validating", marks=pytest.mark.chaos), "review"]
 
 
 @pytest.fixture(scope="module")
