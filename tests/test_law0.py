@@ -118,10 +118,14 @@ def test_wrong_content_is_caught_and_right_content_verified(settings, ws):
     assert j2.kind == "matched" and j2.outcome.verified
 
 
+def biggest_city_with_a_check_that_derives_nothing(settings):
+    return validator(settings, "Save the name of the city with the most people in cities.csv to "
+                     "biggest.txt", {"output_file": "biggest.txt",
+                                     "command": "awk -F, '$2==max {print $1}' cities.csv"})
+
+
 def test_an_empty_file_matching_an_empty_derivation_is_not_verified(settings, ws):
-    goal = "Save the name of the city with the most people in cities.csv to biggest.txt"
-    av = validator(settings, goal, {"output_file": "biggest.txt",
-                                    "command": "awk -F, '$2==max {print $1}' cities.csv"})
+    av = biggest_city_with_a_check_that_derives_nothing(settings)
     write_nothing = run(settings, "awk -F, '$3==top {print $1}' cities.csv > biggest.txt")
     j = av.judge(result([write_nothing], "biggest.txt written"))
     assert j.kind == "retry" and "biggest.txt is empty" in j.correction.what_was_wrong
@@ -132,9 +136,7 @@ def test_an_empty_file_matching_an_empty_derivation_is_not_verified(settings, ws
 
 
 def test_a_file_with_content_is_not_rewritten_because_a_check_derived_nothing(settings, ws):
-    goal = "Save the name of the city with the most people in cities.csv to biggest.txt"
-    av = validator(settings, goal, {"output_file": "biggest.txt",
-                                    "command": "awk -F, '$2==max {print $1}' cities.csv"})
+    av = biggest_city_with_a_check_that_derives_nothing(settings)
     wrote = run(settings, "echo Lagos > biggest.txt")
     j = av.judge(result([wrote], "biggest.txt written"))
     assert j.kind == "matched" and not j.outcome.verified          # no retry, no "verified"
