@@ -375,3 +375,26 @@ def test_agreement_on_a_near_match_of_a_missing_name_is_not_verified(settings, w
     assert j.kind == "matched" and not j.outcome.verified
     assert any("'rating', which no file has (the work used 'ratings_count')" in u
                for u in j.outcome.unverified)
+
+
+def test_the_same_program_twice_is_verified_only_on_data_it_cannot_misread(settings, ws):
+    # executor and checker write one program (same fields, same looked-for value). On clean data
+    # their agreement is evidence; where the field holds the value in another spelling it is not:
+    # both may have dropped 'Shipped' the same way.
+    from services.safety import sandbox
+    from services.roles.programs import python_command
+    if sandbox.status(settings).mode != "bubblewrap":
+        pytest.skip("a checking program runs only in the sandbox")
+    count = ("import csv\nn = 0\nfor row in csv.DictReader(open('orders.csv')):\n"
+             "    if row['status'] == 'shipped':\n        n += 1\nprint(n)")
+    check = ("FILE: none\nPYTHON:\nimport csv\nrows = list(csv.DictReader(open('orders.csv')))\n"
+             "print(len([r for r in rows if r['status'] == 'shipped']))")
+    goal = "How many orders in orders.csv have status shipped?"
+    for data, verified in (("id,status\n1,shipped\n2,pending\n3,shipped\n", True),
+                           ("id,status\n1,shipped\n2,Shipped\n3,shipped\n", False)):
+        (settings.workspace / "orders.csv").write_text(data)
+        av = validator(settings, goal, check)
+        j = av.judge(result([run(settings, python_command(count))], "2"))
+        assert j.kind == "matched" and j.outcome.verified is verified, j.outcome
+    assert any("read the same fields the same way (shipped, status)" in u and "'Shipped'" in u
+               for u in j.outcome.unverified), j.outcome.unverified

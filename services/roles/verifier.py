@@ -557,12 +557,41 @@ class Verifier:
             report.kind = "unverified"
             report.unverified.append(f"{what} agrees only with a check that used the executor's "
                                      f"own method (`{echo}`), not an independent one")
+        self._mark_same_reads(report, derived, shell, what)
         quoted = [f for f in self._quoted_csvs() if f in derived.command]
         if quoted and ev.naive_split(derived.command) and any(
                 ev.naive_split(c) and any(f in c for f in quoted) for c in shell):
             report.kind = "unverified"
             report.unverified.append(f"{what} and the check both split {quoted[0]} on every "
                                      f"comma, but it has quoted fields that contain commas")
+
+    def _mark_same_reads(self, report: Law0Report, derived: DerivedCheck, shell: list[str],
+                         what: str) -> None:
+        """Two programs that read the same fields and look for the same values are one method
+        (the same model writes the same program twice). Their agreement is still evidence where
+        the data leaves that method no way to go wrong, and not where it does: a value spelt
+        two ways, blanks, numbers mixed with words, duplicate records (`ev.data_pitfalls`)."""
+        if report.kind != "verified":
+            return
+        program = ev.python_program(derived.command)
+        mine = ev.python_reads(program) if program else None
+        if mine is None:
+            return
+        for command in shell:
+            other = ev.python_program(command) or ""
+            theirs = ev.python_reads(other) if other else None
+            if theirs is None or theirs[0] != mine[0]:
+                continue
+            text = program + other
+            pitfalls = ev.data_pitfalls(self.before_dir or self.workspace, mine[1] | theirs[1],
+                                        mine[0], parsed="csv." in text or "json." in text)
+            if pitfalls:
+                fields = ", ".join(sorted(mine[0])) or "the same lines"
+                report.kind = "unverified"
+                report.unverified.append(
+                    f"{what} agrees only with a check that read the same fields the same way "
+                    f"({fields}), and the data could mislead that way: {'; '.join(pitfalls[:3])}")
+                return
 
     def _quoted_csvs(self) -> list[str]:
         """The workspace's (before) text files whose quoted fields hold commas."""
