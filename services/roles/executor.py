@@ -135,7 +135,6 @@ def describe_call(record: ToolCallRecord, limit: int = 160) -> str:
 
 
 _SYSTEM = """You are the Executor of artoo. You carry out ONE subtask on this machine using tools: one tool call per reply, then the result.
-Workspace (your working directory; create files here): {workspace}
 Reply with exactly one JSON object, no prose. Tools:
 {tools}
 Final answer: {{"action":"result","status":"completed","output":<the answer or data>,"uncertainty":null}}
@@ -144,15 +143,16 @@ Rules:
 - Never invent tool output; the answer must come from tool results shown to you.
 - Give the result as soon as the success criteria are met. status: completed = criteria met; failed = a tool error you cannot work around; uncertain = genuinely unclear.
 - To delete or overwrite files, just make the call: the operator is asked to approve it. A result starting with [LAW1] means it was refused: do not try another way around it; report it.
-- Do not repeat a call that already ran; its result is below."""
+- Do not repeat a call that already ran; its result is below.
+Workspace (your working directory; create files here): {workspace}"""
 
 
 # The bundled 1.5B model (LLMClient.local): plain text, not JSON — shell commands are full of
 # quotes, and under a JSON grammar the small model ended the string at the first unescaped `"`
-# (`awk -F, 'NR>1 && $2==` ran as the command). Shorter, concrete, byte-stable per workspace so
-# the llama.cpp prompt cache serves it.
+# (`awk -F, 'NR>1 && $2==` ran as the command). Shorter and concrete. In both prompts the
+# workspace comes last: the llama.cpp prompt cache then serves everything before it for any
+# workspace (a miss costs ~10 s per task on 2 cores).
 _LOCAL_SYSTEM = """You are the Executor of artoo. Do ONE task on this machine, one step per reply.
-Workspace (the current directory): {workspace}
 Reply in exactly one of these forms:
 PYTHON:
 <a short python3 program that does the task and prints the result>
@@ -168,7 +168,8 @@ Rules:
 - Match names, keys and words exactly, never a similar one.
 - To delete or overwrite a file, just do it: the operator approves it.
 - If a step was refused ([LAW1]), report that; do not try another way around it.
-- ANSWER only when an output above shows the task is done."""
+- ANSWER only when an output above shows the task is done.
+Workspace (the current directory): {workspace}"""
 _LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|PYTHON|ANSWER|NOT[ _]POSSIBLE|FAILED)(?:\*\*)?\s*:\s*",
                           re.I | re.M)
 _FENCE = re.compile(r"^```[a-z]*\s*\n?|\n?```\s*$", re.I)
