@@ -101,6 +101,9 @@ def test_missing_file_is_caught(settings, ws):
                                     "command": "grep ERROR app.log > errors.txt"})
     j = av.judge(result([run(settings, "grep ERROR app.log")], "done"))
     assert j.kind == "retry" and "errors.txt does not exist" in j.correction.what_was_wrong
+    # the lines were printed, not written: the correction names the write that was left out
+    assert r"printed 'ERROR b\nERROR d' but wrote no file" in j.correction.what_was_wrong
+    assert "open('errors.txt', 'w')" in j.correction.what_to_do
 
 
 def test_wrong_content_is_caught_and_right_content_verified(settings, ws):

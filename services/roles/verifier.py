@@ -485,10 +485,18 @@ class Verifier:
                     revealed: bool, records: list[ToolCallRecord]) -> Law0Report:
         path = os.path.realpath(os.path.join(self.workspace, file))
         if not os.path.isfile(path):
+            printed = next((r.output.strip() for r in reversed(records)
+                            if not r.error and not ev.is_absence(r.output)), "")
+            # the small model often prints the result it was asked to write (then `touch`es
+            # the file when told it is missing): name the write it left out
             return Law0Report(
                 "failed", f"{file} does not exist in the workspace ({changes.describe()})",
-                checks, what_was_wrong=f"the file {file} does not exist in the workspace",
-                what_to_do=f"write {file} with a tool call, then show it with cat", answer=answer)
+                checks, what_was_wrong=f"the file {file} does not exist in the workspace" + (
+                    f"; your last command printed {head_tail(printed, 120)!r} but wrote no file"
+                    if printed else ""),
+                what_to_do=f"write the result into {file} with a tool call (in a PYTHON: program, "
+                           f"open('{file}', 'w').write(...) instead of print), then show it with "
+                           f"cat", answer=answer)
         try:
             with open(path, "rb") as fh:
                 content = fh.read(1 << 20).decode("utf-8", "replace")
