@@ -132,6 +132,21 @@ def test_executor_llm_error_is_a_failed_result(settings, toolbox):
     assert result.status == "failed" and "HTTP 500" in result.output
 
 
+@pytest.mark.parametrize("local", [False, True])
+def test_the_system_prompt_differs_between_workspaces_only_in_its_last_line(settings, tmp_path,
+                                                                             local):
+    # the llama.cpp prompt cache serves a prompt's longest known prefix: the workspace path
+    # (new for every benchmark goal) must come after everything that is the same
+    prompts = []
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        ws = replace(settings, workspace=tmp_path / name)
+        ex = Executor(subtask("x"), FakeLLM(local=local), Toolbox(ws), ws)
+        prompts.append(ex.system_prompt().splitlines())
+    assert prompts[0][:-1] == prompts[1][:-1] and prompts[0][-1] != prompts[1][-1]
+    assert str(tmp_path / "two") in prompts[1][-1]
+
+
 def test_prompt_budgets_shrink_for_the_local_model(settings, toolbox):
     (settings.workspace / "big.txt").write_text("x" * 10_000)
     llm = FakeLLM({"action": "tool", "tool": "read_file", "path": "big.txt"},
