@@ -300,6 +300,20 @@ def test_python_replies_run_as_programs_with_their_missing_imports(settings, too
     assert result.tool_calls[0].output.strip() == "6" and not result.tool_calls[0].error
 
 
+def test_a_python_one_liner_that_lost_its_line_breaks_is_answered_with_a_note(settings,
+                                                                               toolbox):
+    # the small model writes `python3 -c '…'` with its statements on one line: a SyntaxError it
+    # repeated; the next prompt says why and asks for the multi-line PYTHON: form
+    flat = "COMMAND: python3 -c 'import os for n in os.listdir(): print(n)'"
+    llm = FakeLLM(flat, "PYTHON:\nimport os\nfor n in sorted(os.listdir()):\n    print(n)",
+                  "ANSWER: done", local=True)
+    (settings.workspace / "a.txt").write_text("a\n")
+    (settings.workspace / "b.txt").write_text("b\n")
+    Executor(subtask("list the files"), llm, toolbox, settings).run_attempt(1)
+    assert "YOUR `python3 -c` COMMAND IS NOT VALID PYTHON" in llm.prompts[1]
+    assert "NOT VALID PYTHON" not in llm.prompts[2]        # the multi-line program ran
+
+
 def test_a_data_file_task_asks_for_python_first_and_a_retry_for_the_other_form(settings, toolbox):
     from protocol.messages import CorrectionSignal
     (settings.workspace / "sales.csv").write_text("id,amount\n1,2.5\n2,4\n")

@@ -184,3 +184,11 @@ def test_data_pitfalls_finds_what_could_mislead_one_reading(tmp_path):
     assert ev.data_pitfalls(str(tmp_path), ["people.json"], ["age"]) == \
         ["people.json: age is empty in 1 record(s)"]
     assert ev.data_pitfalls(str(tmp_path), ["../etc/passwd", "nope.csv"], ["x"]) == []
+
+
+def test_the_overview_says_when_a_csv_field_spells_one_value_differently(tmp_path):
+    (tmp_path / "t.csv").write_text("id,status\n1,closed\n2,open\n3,open\n4,Closed \n5,closed\n")
+    (tmp_path / "u.csv").write_text("id,status\n1,closed\n2,open\n")
+    text = ev.overview(str(tmp_path))
+    assert "(column status holds the same value spelt differently: 'Closed ', 'closed';" in text
+    assert text.count("spelt differently") == 1          # u.csv has one spelling per value

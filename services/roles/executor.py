@@ -175,6 +175,15 @@ _LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|PYTHON|ANSWER|NOT[ _]POSSIBLE|
 _FENCE = re.compile(r"^```[a-z]*\s*\n?|\n?```\s*$", re.I)
 
 
+def _flattened_program(record: ToolCallRecord) -> bool:
+    """A `python3 -c '…'` command whose program lost its line breaks (`import csv with open(…)
+    as f: …`), a SyntaxError the 1.5B model repeated round after round in the benchmark logs
+    instead of switching to its multi-line PYTHON: form."""
+    program = evidence.python_program(record.target if record.tool == "shell" else "")
+    return bool(program) and "\n" not in program.strip() and \
+        "SyntaxError" in f"{record.output}\n{record.error}"
+
+
 def parse_local_step(text: str) -> ExecutorStep:
     """The local executor's plain-text reply as a step; ValueError when it has no known form."""
     match = _LOCAL_REPLY.search(text or "")
@@ -511,6 +520,10 @@ class Executor:
                            tool=tool, tool_input=args, tool_output=record.output[:500],
                            tool_error=record.error, law1=record.law1 or None,
                            elapsed_ms=record.elapsed_ms)
+            if self.local and _flattened_program(record):
+                notes.append("YOUR `python3 -c` COMMAND IS NOT VALID PYTHON: its statements are "
+                             "on one line. Reply PYTHON: and put the program on its own lines "
+                             "below it.")
             if self.local and not blocked:
                 found = self._finish_from_output(
                     record, evidence.digest(str(self.toolbox.workspace)) != before, attempt)

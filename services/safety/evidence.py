@@ -616,6 +616,26 @@ def _records(path: str) -> Optional[list]:
     return None
 
 
+def spelling_hint(path: str) -> str:
+    """For a CSV whose field holds one value in several spellings (`closed`, `Closed`,
+    `CLOSED `), a line saying so: the first lines of a file do not show it, and an exact match
+    then silently misses rows (a `'closed' in` or `== 'closed'` both executor and check wrote)."""
+    if not path.endswith((".csv", ".tsv")):
+        return ""
+    records = _records(path) or []
+    for key in (records[0] if records and records[0] else {}):
+        groups: dict[str, set] = {}
+        for r in records:
+            if r and isinstance(r.get(key), str) and r[key].strip():
+                groups.setdefault(_loose(r[key]), set()).add(r[key])
+        spelt = [sorted(g) for g in groups.values() if len(g) > 1]
+        if spelt:
+            return (f"\n(column {key} holds the same value spelt differently: "
+                    f"{', '.join(repr(v) for v in spelt[0][:4])}; compare case- and "
+                    f"space-insensitively)")
+    return ""
+
+
 def data_pitfalls(root: str, files: Iterable[str], reads: Iterable[str], *,
                   parsed: bool = False) -> list[str]:
     """What in the data files a program opens could make a program that reads `reads` wrong
@@ -774,7 +794,7 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
         if not head:
             continue
         block = f"\n--- first lines of {p}:\n" + "\n".join(h[:160] for h in head)
-        block += columns_hint(head[0])
+        block += columns_hint(head[0]) + spelling_hint(os.path.join(root, p))
         if quoted_commas(raw.decode("utf-8", "replace")):
             block += ("\n(some fields are quoted and contain commas: awk -F, and cut -d, split "
                       "them wrongly; read this file with python3's csv module)")
