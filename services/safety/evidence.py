@@ -16,6 +16,8 @@ No I/O beyond reading (and copying) the workspace; no LLM, no bus.
 """
 from __future__ import annotations
 
+import ast
+import csv
 import hashlib
 import json
 import os
@@ -517,7 +519,6 @@ def python_reads(program: str) -> Optional[tuple[frozenset, frozenset]]:
     `d.get('age')`), the strings it compares them with or looks for (`== 'shipped'`,
     `.startswith('#')`), and the files it opens. Two programs with the same reads are one method
     spelt twice, whatever their loops and names. None if the program does not parse."""
-    import ast
     try:
         tree = ast.parse(program)
     except (SyntaxError, ValueError):
@@ -580,9 +581,9 @@ def _column_pitfalls(name: str, values: list, wanted: Iterable[str]) -> list[str
 
 
 def _records(path: str) -> Optional[list]:
-    """A data file's records as dicts (CSV rows by header, or JSON objects in a list anywhere
-    in the document), with duplicate rows and ragged rows noted as `None` entries' reasons."""
-    import csv
+    """A data file's records as dicts: CSV rows by header (a blank line is an empty dict, a
+    short row is padded with ""), or the longest list of JSON objects anywhere in the document.
+    None for other files or what does not parse."""
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as fh:
             raw = fh.read(1 << 20)
