@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from services.safety import evidence as ev
+from services.safety import datafiles, evidence as ev
 
 
 def test_tokens_normalise_numbers_and_paths():
@@ -159,12 +159,12 @@ def test_a_question_that_describes_a_state_asks_for_no_change():
 
 
 def test_python_reads_names_what_a_program_asks_of_the_data():
-    reads, files = ev.python_reads(
+    reads, files = datafiles.python_reads(
         "import csv\nfor r in csv.DictReader(open('orders.csv')):\n"
         "    if r['status'] in ('shipped', 'sent') and r.get('note', '').startswith('#'):\n"
         "        print(r['id'])")
     assert reads == {"status", "shipped", "sent", "note", "#", "id"} and files == {"orders.csv"}
-    assert ev.python_reads("for x in (:") is None
+    assert datafiles.python_reads("for x in (:") is None
 
 
 def test_data_pitfalls_finds_what_could_mislead_one_reading(tmp_path):
@@ -172,18 +172,18 @@ def test_data_pitfalls_finds_what_could_mislead_one_reading(tmp_path):
     (tmp_path / "messy.csv").write_text("id,status,amount\n1,Shipped ,3\n2,shipped,n/a\n"
                                         "3,,5\n3,,5\n\n")
     (tmp_path / "people.json").write_text('{"people": [{"name": "a", "age": 3}, {"name": "b"}]}')
-    assert ev.data_pitfalls(str(tmp_path), ["clean.csv"], ["status", "amount", "shipped"]) == []
-    found = " | ".join(ev.data_pitfalls(str(tmp_path), ["messy.csv"], ["status", "amount"]))
+    assert datafiles.data_pitfalls(str(tmp_path), ["clean.csv"], ["status", "amount", "shipped"]) == []
+    found = " | ".join(datafiles.data_pitfalls(str(tmp_path), ["messy.csv"], ["status", "amount"]))
     for part in ("blank rows", "duplicate records", "status is empty in 2", "spelt differently",
                  "amount mixes numbers with other values ('n/a')"):
         assert part in found, found
     assert "blank rows" not in " ".join(
-        ev.data_pitfalls(str(tmp_path), ["messy.csv"], ["id"], parsed=True))
-    assert ev.data_pitfalls(str(tmp_path), ["clean.csv"], ["status", "Shipped"]) == \
+        datafiles.data_pitfalls(str(tmp_path), ["messy.csv"], ["id"], parsed=True))
+    assert datafiles.data_pitfalls(str(tmp_path), ["clean.csv"], ["status", "Shipped"]) == \
         ["clean.csv: status holds 'shipped', not 'Shipped' exactly"]
-    assert ev.data_pitfalls(str(tmp_path), ["people.json"], ["age"]) == \
+    assert datafiles.data_pitfalls(str(tmp_path), ["people.json"], ["age"]) == \
         ["people.json: age is empty in 1 record(s)"]
-    assert ev.data_pitfalls(str(tmp_path), ["../etc/passwd", "nope.csv"], ["x"]) == []
+    assert datafiles.data_pitfalls(str(tmp_path), ["../etc/passwd", "nope.csv"], ["x"]) == []
 
 
 def test_the_overview_says_when_a_csv_field_spells_one_value_differently(tmp_path):

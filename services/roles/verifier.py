@@ -40,7 +40,7 @@ from protocol.settings import Settings
 from services.roles.programs import PYTHON_PREFIX, names_data_file, python_code, python_command
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import evidence as ev
+from services.safety import datafiles, evidence as ev
 from services.safety.law1 import READ_ONLY, classify
 from services.safety.tools import Toolbox, ToolOutput, head_tail
 
@@ -578,21 +578,22 @@ class Verifier:
         """Two programs that read the same fields and look for the same values are one method
         (the same model writes the same program twice). Their agreement is still evidence where
         the data leaves that method no way to go wrong, and not where it does: a value spelt
-        two ways, blanks, numbers mixed with words, duplicate records (`ev.data_pitfalls`)."""
+        two ways, blanks, numbers mixed with words, duplicate records (`data_pitfalls`)."""
         if report.kind != "verified":
             return
         program = ev.python_program(derived.command)
-        mine = ev.python_reads(program) if program else None
+        mine = datafiles.python_reads(program) if program else None
         if mine is None:
             return
         for command in shell:
             other = ev.python_program(command) or ""
-            theirs = ev.python_reads(other) if other else None
+            theirs = datafiles.python_reads(other) if other else None
             if theirs is None or theirs[0] != mine[0]:
                 continue
             text = program + other
-            pitfalls = ev.data_pitfalls(self.before_dir or self.workspace, mine[1] | theirs[1],
-                                        mine[0], parsed="csv." in text or "json." in text)
+            pitfalls = datafiles.data_pitfalls(self.before_dir or self.workspace,
+                                               mine[1] | theirs[1], mine[0],
+                                               parsed="csv." in text or "json." in text)
             if pitfalls:
                 fields = ", ".join(sorted(mine[0])) or "the same lines"
                 report.kind = "unverified"

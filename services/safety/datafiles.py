@@ -1,0 +1,179 @@
+"""What a program asks of a data file, and what in the file could mislead it.
+
+Law 0 uses this for agreement between two programs the same small model wrote: if both read the
+same fields and look for the same values (`python_reads`), they are one method, and their
+agreement is evidence only where the data leaves that method no way to go wrong
+(`data_pitfalls`). The workspace overview uses `spelling_hint`. Pure reading, no I/O beyond the
+files named; no LLM, no bus.
+"""
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import os
+from typing import Iterable, Optional
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text.strip().replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+# calls whose first string argument is something a program looks for in the data
+_PY_LOOKUPS = frozenset({"get", "startswith", "endswith", "count", "find", "index"})
+
+
+def python_reads(program: str) -> Optional[tuple[frozenset, frozenset]]:
+    """What a program asks of the data: the string keys it reads (`row['status']`,
+    `d.get('age')`), the strings it compares them with or looks for (`== 'shipped'`,
+    `.startswith('#')`), and the files it opens. Two programs with the same reads are one method
+    spelt twice, whatever their loops and names. None if the program does not parse."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return None
+
+    def text(node) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+    reads: set[str] = set()
+    files: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and text(node.slice):
+            reads.add(node.slice.value)
+        elif isinstance(node, ast.Call) and node.args and text(node.args[0]):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "open":
+                files.add(node.args[0].value)
+            elif isinstance(func, ast.Attribute) and func.attr in _PY_LOOKUPS:
+                reads.add(node.args[0].value)
+        elif isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                if text(side):
+                    reads.add(side.value)
+                elif isinstance(side, (ast.Tuple, ast.List, ast.Set)):
+                    reads.update(e.value for e in side.elts if text(e))
+    return frozenset(reads), frozenset(files)
+
+
+def _loose(value: str) -> str:
+    return " ".join(str(value).split()).casefold()
+
+
+def _column_pitfalls(name: str, values: list, wanted: Iterable[str]) -> list[str]:
+    """Ways a field's values make one reading of it differ from another: blanks, case or space
+    variants of one value, stray spaces, numbers mixed with words, and a looked-for string that
+    the field holds only in another case or spacing."""
+    found = []
+    present = [v for v in values if v is not None and str(v).strip() != ""]
+    if len(present) < len(values):
+        found.append(f"{name} is empty in {len(values) - len(present)} record(s)")
+    texts = [v for v in present if isinstance(v, str)]
+    groups: dict[str, set] = {}
+    for v in texts:
+        groups.setdefault(_loose(v), set()).add(v)
+    variants = [sorted(g) for g in groups.values() if len(g) > 1]
+    if variants:
+        found.append(f"{name} holds one value spelt differently: "
+                     + ", ".join(repr(v) for v in variants[0][:3]))
+    elif any(v != v.strip() for v in texts):
+        found.append(f"{name} has values with stray spaces")
+    numeric = [v for v in present if isinstance(v, (int, float)) or _numeric(str(v))]
+    if numeric and len(numeric) < len(present):
+        odd = next(v for v in present if v not in numeric)
+        found.append(f"{name} mixes numbers with other values ({odd!r})")
+    for want in wanted:
+        loose = [v for v in groups.get(_loose(want), ()) if v != want]
+        if loose and want not in groups.get(_loose(want), ()):
+            found.append(f"{name} holds {loose[0]!r}, not {want!r} exactly")
+    return found
+
+
+def _records(path: str) -> Optional[list]:
+    """A data file's records as dicts: CSV rows by header (a blank line is an empty dict, a
+    short row is padded with ""), or the longest list of JSON objects anywhere in the document.
+    None for other files or what does not parse."""
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            raw = fh.read(1 << 20)
+    except OSError:
+        return None
+    if path.endswith((".json", ".jsonl")):
+        try:
+            doc = json.loads(raw) if path.endswith(".json") else \
+                [json.loads(l) for l in raw.splitlines() if l.strip()]
+        except ValueError:
+            return None
+        stack, best = [doc], []
+        while stack:
+            item = stack.pop()
+            if isinstance(item, list):
+                dicts = [x for x in item if isinstance(x, dict)]
+                if len(dicts) > len(best):
+                    best = dicts
+                stack.extend(item)
+            elif isinstance(item, dict):
+                stack.extend(item.values())
+        return best
+    if path.endswith((".csv", ".tsv")):
+        rows = list(csv.reader(raw.splitlines(), delimiter="\t" if path.endswith(".tsv")
+                               else ","))
+        if len(rows) < 2:
+            return None
+        header = [h.strip() for h in rows[0]]
+        return [dict(zip(header, r + [""] * (len(header) - len(r)))) if r else {}
+                for r in rows[1:]]
+    return None
+
+
+def spelling_hint(path: str) -> str:
+    """For a CSV whose field holds one value in several spellings (`closed`, `Closed`,
+    `CLOSED `), a line saying so: the first lines of a file do not show it, and an exact match
+    then silently misses rows (a `'closed' in` or `== 'closed'` both executor and check wrote)."""
+    if not path.endswith((".csv", ".tsv")):
+        return ""
+    records = _records(path) or []
+    for key in (records[0] if records and records[0] else {}):
+        groups: dict[str, set] = {}
+        for r in records:
+            if r and isinstance(r.get(key), str) and r[key].strip():
+                groups.setdefault(_loose(r[key]), set()).add(r[key])
+        spelt = [sorted(g) for g in groups.values() if len(g) > 1]
+        if spelt:
+            return (f"\n(column {key} holds the same value spelt differently: "
+                    f"{', '.join(repr(v) for v in spelt[0][:4])}; compare case- and "
+                    f"space-insensitively)")
+    return ""
+
+
+def data_pitfalls(root: str, files: Iterable[str], reads: Iterable[str], *,
+                  parsed: bool = False) -> list[str]:
+    """What in the data files a program opens could make a program that reads `reads` wrong
+    without an error: blank rows (unless `parsed`: the csv and json modules skip them), duplicate
+    records, and the pitfalls of each field it reads (`_column_pitfalls`). Two programs reading
+    the same fields the same way agree on such data whether or not they handled it; on data
+    without them their agreement means more."""
+    reads = [r for r in reads if isinstance(r, str)]
+    found: list[str] = []
+    for name in sorted(set(files)):
+        path = os.path.realpath(os.path.join(root, name))
+        if not path.startswith(os.path.realpath(root) + os.sep) or not os.path.isfile(path):
+            continue
+        records = _records(path)
+        if not records:
+            continue
+        if not parsed and any(not r for r in records):
+            found.append(f"{name} has blank rows")
+        rows = [tuple(sorted((k, str(v)) for k, v in r.items())) for r in records if r]
+        if len(set(rows)) < len(rows):
+            found.append(f"{name} has duplicate records")
+        keys = {k for r in records for k in r}
+        wanted = [w for w in reads if w not in keys]
+        for key in sorted(k for k in reads if k in keys):
+            values = [r.get(key) for r in records if r]
+            found += [f"{name}: {p}" for p in _column_pitfalls(key, values, wanted)]
+    return found
