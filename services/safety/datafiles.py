@@ -12,15 +12,16 @@ import ast
 import csv
 import json
 import os
+import re
 from typing import Iterable, Optional
 
 
+# a number as Law 0's value checks read one (`evidence.is_number`): 42, -3.5, $12.50, 15%
+_NUMBER = re.compile(r"^[+-]?\$?\d+(?:\.\d+)?%?$")
+
+
 def _numeric(text: str) -> bool:
-    try:
-        float(text.strip().replace(",", ""))
-    except ValueError:
-        return False
-    return True
+    return bool(_NUMBER.match(text.strip()))
 
 
 # calls whose first string argument is something a program looks for in the data
