@@ -12,16 +12,9 @@ import ast
 import csv
 import json
 import os
-import re
 from typing import Iterable, Optional
 
-
-# a number as Law 0's value checks read one (`evidence.is_number`): 42, -3.5, $12.50, 15%
-_NUMBER = re.compile(r"^[+-]?\$?\d+(?:\.\d+)?%?$")
-
-
-def _numeric(text: str) -> bool:
-    return bool(_NUMBER.match(text.strip()))
+from services.safety.evidence import is_number
 
 
 # calls whose first string argument is something a program looks for in the data
@@ -65,6 +58,16 @@ def _loose(value: str) -> str:
     return " ".join(str(value).split()).casefold()
 
 
+def _spellings(values: Iterable) -> tuple[list[list[str]], dict[str, set]]:
+    """The text values grouped by their case- and space-insensitive form; only groups of more
+    than one spelling (`['CLOSED', 'Closed', 'closed']`), and a map of all groups."""
+    groups: dict[str, set] = {}
+    for v in values:
+        if isinstance(v, str) and v.strip():
+            groups.setdefault(_loose(v), set()).add(v)
+    return [sorted(g) for g in groups.values() if len(g) > 1], groups
+
+
 def _column_pitfalls(name: str, values: list, wanted: Iterable[str]) -> list[str]:
     """Ways a field's values make one reading of it differ from another: blanks, case or space
     variants of one value, stray spaces, numbers mixed with words, and a looked-for string that
@@ -74,19 +77,16 @@ def _column_pitfalls(name: str, values: list, wanted: Iterable[str]) -> list[str
     if len(present) < len(values):
         found.append(f"{name} is empty in {len(values) - len(present)} record(s)")
     texts = [v for v in present if isinstance(v, str)]
-    groups: dict[str, set] = {}
-    for v in texts:
-        groups.setdefault(_loose(v), set()).add(v)
-    variants = [sorted(g) for g in groups.values() if len(g) > 1]
+    variants, groups = _spellings(texts)
     if variants:
         found.append(f"{name} holds one value spelt differently: "
                      + ", ".join(repr(v) for v in variants[0][:3]))
     elif any(v != v.strip() for v in texts):
         found.append(f"{name} has values with stray spaces")
-    numeric = [v for v in present if isinstance(v, (int, float)) or _numeric(str(v))]
-    if numeric and len(numeric) < len(present):
-        odd = next(v for v in present if v not in numeric)
-        found.append(f"{name} mixes numbers with other values ({odd!r})")
+    words = [v for v in present if not isinstance(v, (int, float))
+             and not is_number(str(v).strip())]
+    if words and len(words) < len(present):
+        found.append(f"{name} mixes numbers with other values ({words[0]!r})")
     for want in wanted:
         loose = [v for v in groups.get(_loose(want), ()) if v != want]
         if loose and want not in groups.get(_loose(want), ()):
@@ -139,11 +139,7 @@ def spelling_hint(path: str) -> str:
         return ""
     records = _records(path) or []
     for key in (records[0] if records and records[0] else {}):
-        groups: dict[str, set] = {}
-        for r in records:
-            if r and isinstance(r.get(key), str) and r[key].strip():
-                groups.setdefault(_loose(r[key]), set()).add(r[key])
-        spelt = [sorted(g) for g in groups.values() if len(g) > 1]
+        spelt, _ = _spellings(r.get(key) for r in records if r)
         if spelt:
             return (f"\n(column {key} holds the same value spelt differently: "
                     f"{', '.join(repr(v) for v in spelt[0][:4])}; compare case- and "

@@ -25,8 +25,6 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from services.safety import datafiles
-
 # Words that carry no value of their own in an answer ("there are 42 files in src").
 STOPWORDS = frozenset("""
 a an the and or but nor of to in on at by for from with without into onto over under about as is
@@ -606,6 +604,7 @@ def _no_final_newline(root: str, path: str, size: int) -> str:
 def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: int = 40) -> str:
     """What a step needs to know about the workspace before acting: the files (with sizes) and
     the first lines of small text files, within `budget` characters."""
+    from services.safety.datafiles import spelling_hint   # it reads numbers as this module does
     state = snapshot(root, max_files=max_listed + 1, hash_max_bytes=0)
     if not state:
         return "(the workspace is empty)"
@@ -639,7 +638,7 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
         if not head:
             continue
         block = f"\n--- first lines of {p}:\n" + "\n".join(h[:160] for h in head)
-        block += columns_hint(head[0]) + datafiles.spelling_hint(os.path.join(root, p))
+        block += columns_hint(head[0]) + spelling_hint(os.path.join(root, p))
         if quoted_commas(raw.decode("utf-8", "replace")):
             block += ("\n(some fields are quoted and contain commas: awk -F, and cut -d, split "
                       "them wrongly; read this file with python3's csv module)")
