@@ -300,6 +300,18 @@ def test_python_replies_run_as_programs_with_their_missing_imports(settings, too
     assert result.tool_calls[0].output.strip() == "6" and not result.tool_calls[0].error
 
 
+def test_an_answer_before_any_output_gives_way_to_the_action_that_follows_it(settings, toolbox):
+    # "ANSWER: guess / PYTHON: program" as the first reply: the guess is unbacked, so the program
+    # runs (it writes the file the goal asks for)
+    (settings.workspace / "n.txt").write_text("1\n2\n3\n")
+    write = "PYTHON:\nopen('t.txt', 'w').write(str(sum(int(x) for x in open('n.txt'))))"
+    llm = FakeLLM("ANSWER: 7\n" + write, local=True)
+    result = Executor(subtask("write the total of n.txt to t.txt"), llm, toolbox,
+                      settings).run_attempt(1)
+    assert (settings.workspace / "t.txt").read_text() == "6"
+    assert len(result.tool_calls) == 1 and "7" not in str(result.output)
+
+
 def test_a_python_one_liner_that_lost_its_line_breaks_is_answered_with_a_note(settings,
                                                                                toolbox):
     # the small model writes `python3 -c '…'` with its statements on one line: a SyntaxError it

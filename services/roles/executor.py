@@ -52,6 +52,7 @@ class ExecutorStep(BaseModel):
     status: Literal["completed", "uncertain", "failed", "not_possible"] = "completed"
     output: Any = None
     uncertainty: Optional[str] = None
+    answer_first: bool = False     # local form "ANSWER: y / PYTHON: x": the answer came first
 
     @model_validator(mode="before")
     @classmethod
@@ -196,6 +197,15 @@ def parse_local_step(text: str) -> ExecutorStep:
         raise ValueError("the reply has no PYTHON:, COMMAND:, ANSWER: or NOT POSSIBLE: line")
     kind = match.group(1).upper().replace("_", " ")
     rest = (text or "")[match.end():]
+    if kind == "ANSWER":
+        nxt = re.search(r"^\s*(?:\*\*)?(?:COMMAND|PYTHON)(?:\*\*)?\s*:", rest, re.I | re.M)
+        if nxt:
+            # "ANSWER: y / PYTHON: x": a guess, then the way to get it; the attempt decides
+            # (an answer before any output is unbacked: run x)
+            step = parse_local_step(rest[nxt.start():])
+            answer = parse_local_step(text[match.start():match.end()] + rest[:nxt.start()])
+            step.status, step.output, step.answer_first = answer.status, answer.output, True
+            return step
     after = None
     if kind in ("COMMAND", "PYTHON"):
         nxt = _LOCAL_REPLY.search(rest)
@@ -465,6 +475,9 @@ class Executor:
                     # judge the records instead of ending the subtask on that word.
                     status = "uncertain"
                 return result(status, output, step.uncertainty)
+            if step.answer_first and calls:
+                # an answer given after this attempt's outputs, then a further call: the answer
+                return result(step.status, step.output, None)
             tool = step.tool.strip()
             args = step.tool_args()
             sig = signature(tool, args)
