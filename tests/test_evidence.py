@@ -184,6 +184,11 @@ def test_data_pitfalls_finds_what_could_mislead_one_reading(tmp_path):
     assert datafiles.data_pitfalls(str(tmp_path), ["people.json"], ["age"]) == \
         ["people.json: age is empty in 1 record(s)"]
     assert datafiles.data_pitfalls(str(tmp_path), ["../etc/passwd", "nope.csv"], ["x"]) == []
+    (tmp_path / "pay.csv").write_text("customer,amount\nann,5\nbob,9\nann,6\n")
+    assert datafiles.data_pitfalls(str(tmp_path), ["pay.csv"], ["customer", "amount"]) == \
+        ["pay.csv: customer repeats (3 records, 2 different values), so amount per record and "
+         "amount per customer differ"]
+    assert datafiles.data_pitfalls(str(tmp_path), ["pay.csv"], ["customer"]) == []
 
 
 def test_the_overview_says_when_a_csv_field_spells_one_value_differently(tmp_path):

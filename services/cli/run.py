@@ -71,6 +71,8 @@ class RunSession:
         self.max_llm_calls: int | None = None  # no replan after this many calls (--max-llm-calls)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.quiet = quiet
+        self._cancel_at: float | None = None    # when this session first cancelled its run
+        self._last_cancel = 0.0
         self.queues: dict[str, queue.Queue] = {}    # run id -> its events, for follow()
         self.seen: dict[str, list] = {}              # run id -> (envelope, message) observed
         self.usages: dict[str, list[dict]] = {}
@@ -169,8 +171,7 @@ class RunSession:
         status = self.console.status("perceiving the request", spinner="dots") if live else None
         if status:
             status.start()
-        self._cancel_at: float | None = None
-        self._last_cancel = 0.0
+        self._cancel_at, self._last_cancel = None, 0.0
         try:
             while True:
                 try:

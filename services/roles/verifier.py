@@ -409,6 +409,17 @@ class Verifier:
         if file:
             return self._check_file(file, derived, changes, checks, unexpected, answer,
                                     revealed, records)
+        if not claims_none and not (changes.touched or changes.deleted) and \
+                ev.asks_to_change(self.subtask.intent or self.goal):
+            # no file to check: listing what to delete, move or write is not doing it, and a
+            # check that lists the same agrees all the same
+            return Law0Report(
+                "failed", "the task asks for a change to the workspace, but nothing in it "
+                "changed", checks,
+                what_was_wrong="nothing in the workspace changed: no file was written, moved, "
+                               "renamed or deleted",
+                what_to_do="make the change the task asks for with a tool call, then show the "
+                           "result (cat or ls)", answer=answer)
         if not derived.available:
             return Law0Report("unverified", derived.why_unavailable, checks,
                               unverified=[derived.why_unavailable], answer=answer)

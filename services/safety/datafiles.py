@@ -151,7 +151,8 @@ def data_pitfalls(root: str, files: Iterable[str], reads: Iterable[str], *,
                   parsed: bool = False) -> list[str]:
     """What in the data files a program opens could make a program that reads `reads` wrong
     without an error: blank rows (unless `parsed`: the csv and json modules skip them), duplicate
-    records, and the pitfalls of each field it reads (`_column_pitfalls`). Two programs reading
+    records, the pitfalls of each field it reads (`_column_pitfalls`), and records that group
+    (`_group_pitfall`). Two programs reading
     the same fields the same way agree on such data whether or not they handled it; on data
     without them their agreement means more."""
     reads = [r for r in reads if isinstance(r, str)]
@@ -170,7 +171,30 @@ def data_pitfalls(root: str, files: Iterable[str], reads: Iterable[str], *,
             found.append(f"{name} has duplicate records")
         keys = {k for r in records for k in r}
         wanted = [w for w in reads if w not in keys]
-        for key in sorted(k for k in reads if k in keys):
-            values = [r.get(key) for r in records if r]
+        columns = {k: [r.get(k) for r in records if r] for k in sorted(k for k in reads
+                                                                       if k in keys)}
+        for key, values in columns.items():
             found += [f"{name}: {p}" for p in _column_pitfalls(key, values, wanted)]
+        found += [f"{name}: {p}" for p in _group_pitfall(columns)]
     return found
+
+
+def _numeric(values: list) -> bool:
+    present = [v for v in values if v is not None and str(v).strip() != ""]
+    return bool(present) and all(isinstance(v, (int, float)) or is_number(str(v).strip())
+                                 for v in present)
+
+
+def _group_pitfall(columns: dict[str, list]) -> list[str]:
+    """A text field that repeats across records, read together with a number: the value of one
+    record and the total (or mean) per group are two answers, and the same model picks the same
+    one twice (the largest payment, not the customer who paid most)."""
+    numbers = [k for k, v in columns.items() if _numeric(v)]
+    for key, values in columns.items():
+        texts = [str(v).strip() for v in values if isinstance(v, str) and v.strip()]
+        if not numbers or key in numbers or len(set(texts)) == len(texts) or \
+                len(texts) < len(values):
+            continue
+        return [f"{key} repeats ({len(texts)} records, {len(set(texts))} different values), so "
+                f"{numbers[0]} per record and {numbers[0]} per {key} differ"]
+    return []
