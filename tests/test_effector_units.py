@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import subprocess
+
 import pytest
 
 from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, ToolCallRecord
@@ -293,6 +295,13 @@ def test_python_replies_run_as_programs_with_their_missing_imports(settings, too
     assert "This counts" not in step.command and step.output == "3"
     own = "import json, os\nprint(os.sep, json.dumps(1))"
     assert python_command(own) == "python3 -c '" + own + "'"     # nothing added
+    # a class used as if imported from its module: `import datetime` would not mend it
+    mended = python_command("print(datetime.strptime('2024-03-01', '%Y-%m-%d').month, "
+                            "Counter('aab').most_common(1)[0][0], os.sep)")
+    assert mended.startswith("python3 -c 'from datetime import datetime\n"
+                             "from collections import Counter\nimport os\n")
+    assert subprocess.run(mended, shell=True, capture_output=True, text=True,
+                          timeout=30).stdout.split() == ["3", "a", "/"]
     (settings.workspace / "n.txt").write_text("1\n2\n3\n")
     llm = FakeLLM("PYTHON:\nprint(sum(int(x) for x in open('n.txt')))", "ANSWER: 6", local=True)
     result = Executor(subtask("add up n.txt"), llm, toolbox, settings).run_attempt(1)

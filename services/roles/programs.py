@@ -43,11 +43,31 @@ def python_command(code: str) -> str:
     small model often makes are mended: standard modules used but not imported are imported,
     `open(…) as f:` gets its `with`, and a final bare expression is printed."""
     code = _print_last_value(_BARE_OPEN.sub(r"\1with \2", code))
-    missing = [m for m in _STDLIB if re.search(rf"\b{m}\.", code)
-               and not re.search(rf"^\s*(?:import|from)\s[^\n]*\b{m}\b", code, re.M)]
+
+    def imported(name: str) -> bool:
+        return bool(re.search(rf"^\s*(?:import|from)\s[^\n]*\b{name}\b", code, re.M))
+
+    # `datetime.strptime(…)`, `Counter(…)`: names the small model uses as if imported from their
+    # module (`import datetime` would leave datetime.strptime an AttributeError)
+    names = [f"from {mod} import {name}" for name, mod, use in _FROM_IMPORTS
+             if re.search(use, code) and not imported(name)]
+    missing = [m for m in _STDLIB if re.search(rf"\b{m}\.", code) and not imported(m)
+               and not any(line.endswith(f" import {m}") for line in names)]
     if missing:
-        code = f"import {', '.join(missing)}\n{code}"
+        names.append(f"import {', '.join(missing)}")
+    if names:
+        code = "\n".join(names) + "\n" + code
     return PYTHON_PREFIX + shlex.quote(code)
+
+
+_FROM_IMPORTS = (
+    ("datetime", "datetime", r"(?<![\w.])datetime\.(?:strptime|now|today|utcnow|fromisoformat|"
+                             r"fromtimestamp|combine)\("),
+    ("date", "datetime", r"(?<![\w.])date\.(?:today|fromisoformat)\("),
+    ("timedelta", "datetime", r"(?<![\w.])timedelta\("),
+    ("Counter", "collections", r"(?<![\w.])Counter\("),
+    ("defaultdict", "collections", r"(?<![\w.])defaultdict\("),
+)
 
 
 _DATA_FILE = re.compile(r"[\w./-]+\.(?:csv|tsv|json|jsonl|log|ini|env|cfg|conf|ya?ml|toml|xml)\b",
