@@ -61,6 +61,8 @@ def test_same_content_ignores_trailing_whitespace_only():
     assert ev.same_content("a  \nb\n\n", "a\nb\n")
     assert not ev.same_content("header\na\nb\n", "a\nb\n")
     assert not ev.same_content("", "a")
+    assert ev.same_content("a\r\nb\r\n", "a\nb", exact=True)
+    assert not ev.same_content("a  \nb\n", "a\nb\n", exact=True)
 
 
 def test_snapshot_diff_and_copy(tmp_path):
@@ -197,3 +199,12 @@ def test_the_overview_says_when_a_csv_field_spells_one_value_differently(tmp_pat
     text = ev.overview(str(tmp_path))
     assert "(column status holds the same value spelt differently: 'Closed ', 'closed';" in text
     assert text.count("spelt differently") == 1          # u.csv has one spelling per value
+
+
+def test_a_count_of_records_that_is_the_line_count_with_the_header_is_suspect(tmp_path):
+    (tmp_path / "t.csv").write_text("id,status\n1,open\n2,closed\n3,open\n")
+    root = str(tmp_path)
+    assert datafiles.header_counted(root, "How many tickets are in t.csv?", "4") == "t.csv"
+    assert datafiles.header_counted(root, "How many tickets are in t.csv?", "3 tickets") == ""
+    assert datafiles.header_counted(root, "How many lines does t.csv have?", "4") == ""
+    assert datafiles.header_counted(root, "How many tickets are in t.csv?", "4 of 5") == ""

@@ -401,3 +401,60 @@ def test_the_same_program_twice_is_verified_only_on_data_it_cannot_misread(setti
         assert j.kind == "matched" and j.outcome.verified is verified, j.outcome
     assert any("read the same fields the same way (shipped, status)" in u and "'Shipped'" in u
                for u in j.outcome.unverified), j.outcome.unverified
+
+
+def test_the_same_program_twice_is_not_verified_where_records_group(settings, ws):
+    # the largest single payment and the customer who paid most in total are two answers; two
+    # programs reading the same two fields pick the same one, so their agreement is no evidence
+    from services.safety import sandbox
+    from services.roles.programs import python_command
+    if sandbox.status(settings).mode != "bubblewrap":
+        pytest.skip("a checking program runs only in the sandbox")
+    (settings.workspace / "pay.csv").write_text("customer,amount\nann,5\nbob,9\nann,6\n")
+    top = ("import csv\nrows = list(csv.DictReader(open('pay.csv')))\n"
+           "print(max(rows, key=lambda r: float(r['amount']))['customer'])")
+    av = validator(settings, "Which customer paid the most, according to pay.csv?",
+                   "FILE: none\nPYTHON:\n" + top.replace("rows", "records"))
+    j = av.judge(result([run(settings, python_command(top))], "bob"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("customer repeats (3 records, 2 different values)" in u
+               for u in j.outcome.unverified), j.outcome.unverified
+
+
+def test_a_change_goal_whose_workspace_did_not_change_is_not_done(settings, ws):
+    # the executor listed the lines to delete instead of deleting them; a check that lists the
+    # same lines agrees with the listing, but nothing was done
+    goal = "Delete every line of app.log that has the level INFO"
+    av = validator(settings, goal, {"output_file": "", "command": "grep INFO app.log"})
+    j = av.judge(result([run(settings, "grep -n INFO app.log")], "1:INFO a 3:INFO c"))
+    assert j.kind == "retry" and "nothing in the workspace changed" in \
+        j.correction.what_was_wrong
+    assert (ws / "app.log").read_text().count("INFO") == 2
+
+
+def test_a_file_matching_the_check_only_without_line_end_spaces_is_not_verified(settings, ws):
+    goal = "Copy every ERROR line of app.log into errors.txt"
+    av = validator(settings, goal, {"output_file": "errors.txt", "command": "grep ERROR app.log"})
+    wrote = run(settings, "sed -n 's/^ERROR.*/& /p' app.log > errors.txt")
+    j = av.judge(result([wrote], "errors.txt written"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("spaces at the ends of lines" in u for u in j.outcome.unverified)
+
+
+def test_the_answer_to_a_goal_that_changed_files_says_what_changed(settings, ws):
+    # the executor's closing words were only the tool's output; the answer names the effect
+    goal = "Make a copy of app.log called app.bak"
+    av = validator(settings, goal, {"output_file": "", "command": "cp app.log app.bak"})
+    cp = run(settings, "cp app.log app.bak")
+    j = av.judge(result([cp], cp.output))
+    assert j.kind == "matched" and not j.outcome.verified      # the check was not read-only
+    assert j.outcome.answer == "done: created: app.bak", j.outcome
+
+
+def test_a_record_count_that_includes_the_header_line_is_not_verified(settings, ws):
+    # `wc -l` and `len(readlines())` are two methods that agree on the same off-by-one
+    av = validator(settings, "How many cities are listed in cities.csv?",
+                   {"output_file": "", "command": "cat cities.csv | wc -l"})
+    j = av.judge(result([run(settings, "grep -c , cities.csv")], "4"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("cities.csv with its header line" in u for u in j.outcome.unverified)

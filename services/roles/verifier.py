@@ -195,6 +195,7 @@ class Verifier:
         self.before_dir: Optional[str] = None
         self.derived: Optional[DerivedCheck] = None
         self.changed: list[str] = []            # files the subtask created, changed or deleted
+        self.changes: Optional[ev.Changes] = None
         self.started = False
 
     # -- around the subtask ---------------------------------------------------------------
@@ -354,6 +355,12 @@ class Verifier:
                 report.kind = "unverified"
                 report.unverified.append("the goal names " + ", ".join(
                     f"{t!r}, which no file has (the work used {w!r})" for t, w in near[:3]))
+        changes = self.changes
+        if changes is not None and (changes.touched or changes.deleted) and \
+                report.kind != "failed" and _raw(report.answer, records):
+            # a tool's own words ("[approved by --yes …] (no output)") are no answer to a goal
+            # that changed files: say what changed
+            report.answer = f"done: {changes.describe()}"
         report.answer_stated = bool(ev.answer_values(report.answer)) or bool(self.changed) or (
             bool(file) and os.path.isfile(os.path.join(self.workspace, file)))
         return report
@@ -371,7 +378,7 @@ class Verifier:
             outputs.append((self.derived.command, self.derived.output))
         after = ev.snapshot(self.workspace)
         self.names = set(self.before) | set(after)     # file names, for same-method checks
-        changes = ev.diff(self.before, after)
+        changes = self.changes = ev.diff(self.before, after)
         self.changed = changes.touched + changes.deleted
         checks = [f"workspace: {changes.describe()}"]
         claims_none = result.status == "not_possible" or (not ev.answer_values(answer)
@@ -472,6 +479,11 @@ class Verifier:
         report = Law0Report("verified", f"the answer agrees with an independent check "
                             f"(`{derived.command}` printed {shown})", checks, answer=answer)
         self._mark_echo(report, derived, records, "the answer")
+        counted = datafiles.header_counted(self.before_dir or self.workspace, self.goal, answer)
+        if counted:
+            report.kind = "unverified"
+            report.unverified.append(f"the answer is the number of lines of {counted} with its "
+                                     f"header line, which is no record")
         if revealed:
             own = _outputs([r for r in (current or []) if _norm_cmd(r.target) !=
                             _norm_cmd(derived.command)])
@@ -548,9 +560,9 @@ class Verifier:
                                f"check (`{derived.command}`) expects:\n{head_tail(expected, 300)}",
                 what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
                 answer=answer)
-        kind = "unverified" if unexpected or revealed else "verified"
-        raw = any(answer.strip() == (r.output or "").strip() for r in records)
-        if raw or not ev.answer_values(answer) or \
+        spaces = not ev.same_content(content, expected, exact=True)
+        kind = "unverified" if unexpected or revealed or spaces else "verified"
+        if _raw(answer, records) or not ev.answer_values(answer) or \
                 ev.unsupported_values(answer, _outputs(records), self.goal):
             # the answer to a file goal is the file; a value from nowhere is not repeated
             answer = f"{file} written ({len(content.splitlines())} line(s))"
@@ -562,6 +574,10 @@ class Verifier:
         if revealed:
             report.unverified.append(f"{file} matches the independent check only after the "
                                      f"executor was shown its output")
+        if spaces:
+            # which of the two is right about spaces at line ends, code cannot tell
+            report.unverified.append(f"{file} matches the independent check only when spaces "
+                                     f"at the ends of lines are ignored")
         self._mark_echo(report, derived, records, file)
         return report
 
@@ -627,6 +643,12 @@ class Verifier:
             except OSError:
                 continue
         return found
+
+
+def _raw(answer: str, records: list[ToolCallRecord]) -> bool:
+    """An answer that is nothing but a tool's output (or nothing at all)."""
+    text = (answer or "").strip()
+    return ev.is_absence(text) or any(text == (r.output or "").strip() for r in records)
 
 
 def _named_in(path: str, goal: str) -> bool:

@@ -12,9 +12,10 @@ import ast
 import csv
 import json
 import os
+import re
 from typing import Iterable, Optional
 
-from services.safety.evidence import is_number
+from services.safety.evidence import answer_values, is_number
 
 
 # calls whose first string argument is something a program looks for in the data
@@ -198,3 +199,17 @@ def _group_pitfall(columns: dict[str, list]) -> list[str]:
         return [f"{key} repeats ({len(texts)} records, {len(set(texts))} different values), so "
                 f"{numbers[0]} per record and {numbers[0]} per {key} differ"]
     return []
+
+
+def header_counted(root: str, goal: str, answer: str) -> str:
+    """The CSV the goal names whose line count, header line included, is the answer's only
+    number: the count of records off by one that `wc -l` and `len(readlines())` agree on (not
+    suspect when the goal asks for lines)."""
+    numbers = [v for v in answer_values(answer) if is_number(v)]
+    if len(numbers) != 1 or re.search(r"\blines?\b", goal, re.I):
+        return ""
+    for name in re.findall(r"[\w./-]+\.[ct]sv\b", goal):
+        records = _records(os.path.join(root, name))
+        if records and float(numbers[0]) == len(records) + 1:
+            return name
+    return ""

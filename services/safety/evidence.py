@@ -287,17 +287,18 @@ def near_matches(goal: str, root: str, commands: Iterable[str]) -> list[tuple[st
             if t in w and len(w) > len(t)]
 
 
-def _content_lines(text: str) -> list[str]:
-    lines = [ln.rstrip() for ln in (text or "").replace("\r\n", "\n").split("\n")]
+def _content_lines(text: str, *, strip: bool = True) -> list[str]:
+    lines = [ln.rstrip() if strip else ln.rstrip("\r")
+             for ln in (text or "").replace("\r\n", "\n").split("\n")]
     while lines and not lines[-1]:
         lines.pop()
     return lines
 
 
-def same_content(actual: str, expected: str) -> bool:
-    """A file's real content equals the derived content (trailing whitespace and final newlines
-    aside)."""
-    return _content_lines(actual) == _content_lines(expected)
+def same_content(actual: str, expected: str, *, exact: bool = False) -> bool:
+    """A file's real content equals the derived content (final newlines and line endings aside;
+    trailing spaces on a line too, unless `exact`)."""
+    return _content_lines(actual, strip=not exact) == _content_lines(expected, strip=not exact)
 
 
 # ---------------------------------------------------------------------------------------------
