@@ -191,6 +191,8 @@ def test_data_pitfalls_finds_what_could_mislead_one_reading(tmp_path):
         ["pay.csv: customer repeats (3 records, 2 different values), so amount per record and "
          "amount per customer differ"]
     assert datafiles.data_pitfalls(str(tmp_path), ["pay.csv"], ["customer"]) == []
+    assert datafiles.data_pitfalls(str(tmp_path), ["pay.csv"], ["customer", "amount", "ann"]) \
+        == []                                              # a filter, not a group
 
 
 def test_the_overview_says_when_a_csv_field_spells_one_value_differently(tmp_path):

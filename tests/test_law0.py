@@ -458,3 +458,18 @@ def test_a_record_count_that_includes_the_header_line_is_not_verified(settings, 
     j = av.judge(result([run(settings, "grep -c , cities.csv")], "4"))
     assert j.kind == "matched" and not j.outcome.verified
     assert any("cities.csv with its header line" in u for u in j.outcome.unverified)
+
+
+def test_a_shell_command_looking_for_the_same_value_is_the_same_reading(settings, ws):
+    # awk's exact match and the program's exact match miss 'Shipped' alike: agreement of the two
+    # is no evidence on data that spells the value two ways
+    from services.safety import sandbox
+    if sandbox.status(settings).mode != "bubblewrap":
+        pytest.skip("a checking program runs only in the sandbox")
+    (settings.workspace / "orders.csv").write_text("id,status\n1,shipped\n2,Shipped\n3,shipped\n")
+    check = ("FILE: none\nPYTHON:\nimport csv\nrows = list(csv.DictReader(open('orders.csv')))\n"
+             "print(len([r for r in rows if r['status'] == 'shipped']))")
+    av = validator(settings, "How many orders in orders.csv have status shipped?", check)
+    j = av.judge(result([run(settings, "awk -F, '$2==\"shipped\"' orders.csv | wc -l")], "2"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("'Shipped'" in u for u in j.outcome.unverified), j.outcome.unverified

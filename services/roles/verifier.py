@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
+from services.roles import independence
 from services.roles.programs import PYTHON_PREFIX, names_data_file, python_code, python_command
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
@@ -583,66 +584,15 @@ class Verifier:
 
     def _mark_echo(self, report: Law0Report, derived: DerivedCheck,
                    records: list[ToolCallRecord], what: str) -> None:
-        """Agreement with a check that used the executor's own method is one derivation, not
-        two: the same small model repeats the same mistake (a word grepped anywhere in the line
-        where the goal names a field). Such a result stays unverified."""
-        shell = [r.target for r in records if r.tool == "shell"]
-        echo = next((c for c in shell if ev.same_method(c, derived.command, self.names)), None)
-        if echo is not None:
+        """Agreement that is not independent evidence (`independence.doubts`) leaves the
+        result unverified."""
+        doubts = independence.doubts(
+            what, derived.command, [r.target for r in records if r.tool == "shell"],
+            root=self.before_dir or self.workspace, names=self.names, files=self.before,
+            verified=report.kind == "verified")
+        if doubts:
             report.kind = "unverified"
-            report.unverified.append(f"{what} agrees only with a check that used the executor's "
-                                     f"own method (`{echo}`), not an independent one")
-        self._mark_same_reads(report, derived, shell, what)
-        quoted = [f for f in self._quoted_csvs() if f in derived.command]
-        if quoted and ev.naive_split(derived.command) and any(
-                ev.naive_split(c) and any(f in c for f in quoted) for c in shell):
-            report.kind = "unverified"
-            report.unverified.append(f"{what} and the check both split {quoted[0]} on every "
-                                     f"comma, but it has quoted fields that contain commas")
-
-    def _mark_same_reads(self, report: Law0Report, derived: DerivedCheck, shell: list[str],
-                         what: str) -> None:
-        """Two programs that read the same fields and look for the same values are one method
-        (the same model writes the same program twice). Their agreement is still evidence where
-        the data leaves that method no way to go wrong, and not where it does: a value spelt
-        two ways, blanks, numbers mixed with words, duplicate records (`data_pitfalls`)."""
-        if report.kind != "verified":
-            return
-        program = ev.python_program(derived.command)
-        mine = datafiles.python_reads(program) if program else None
-        if mine is None:
-            return
-        for command in shell:
-            other = ev.python_program(command) or ""
-            theirs = datafiles.python_reads(other) if other else None
-            if theirs is None or theirs[0] != mine[0]:
-                continue
-            text = program + other
-            pitfalls = datafiles.data_pitfalls(self.before_dir or self.workspace,
-                                               mine[1] | theirs[1], mine[0],
-                                               parsed="csv." in text or "json." in text)
-            if pitfalls:
-                fields = ", ".join(sorted(mine[0])) or "the same lines"
-                report.kind = "unverified"
-                report.unverified.append(
-                    f"{what} agrees only with a check that read the same fields the same way "
-                    f"({fields}), and the data could mislead that way: {'; '.join(pitfalls[:3])}")
-                return
-
-    def _quoted_csvs(self) -> list[str]:
-        """The workspace's (before) text files whose quoted fields hold commas."""
-        root = self.before_dir or self.workspace
-        found = []
-        for path, state in self.before.items():
-            if state.size > (1 << 20):
-                continue
-            try:
-                with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
-                    if ev.quoted_commas(fh.read()):
-                        found.append(path)
-            except OSError:
-                continue
-        return found
+            report.unverified.extend(doubts)
 
 
 def _raw(answer: str, records: list[ToolCallRecord]) -> bool:

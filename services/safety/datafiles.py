@@ -176,7 +176,7 @@ def data_pitfalls(root: str, files: Iterable[str], reads: Iterable[str], *,
                                                                        if k in keys)}
         for key, values in columns.items():
             found += [f"{name}: {p}" for p in _column_pitfalls(key, values, wanted)]
-        found += [f"{name}: {p}" for p in _group_pitfall(columns)]
+        found += [f"{name}: {p}" for p in _group_pitfall(columns, wanted)]
     return found
 
 
@@ -186,15 +186,17 @@ def _numeric(values: list) -> bool:
                                  for v in present)
 
 
-def _group_pitfall(columns: dict[str, list]) -> list[str]:
-    """A text field that repeats across records, read together with a number: the value of one
-    record and the total (or mean) per group are two answers, and the same model picks the same
-    one twice (the largest payment, not the customer who paid most)."""
+def _group_pitfall(columns: dict[str, list], wanted: Iterable[str]) -> list[str]:
+    """A text field that repeats across records, read together with a number and not compared
+    with a value (a filter): the value of one record and the total (or mean) per group are two
+    answers, and the same model picks the same one twice (the largest payment, not the customer
+    who paid most)."""
     numbers = [k for k, v in columns.items() if _numeric(v)]
+    looked = {_loose(w) for w in wanted}
     for key, values in columns.items():
         texts = [str(v).strip() for v in values if isinstance(v, str) and v.strip()]
         if not numbers or key in numbers or len(set(texts)) == len(texts) or \
-                len(texts) < len(values):
+                len(texts) < len(values) or looked & {_loose(t) for t in texts}:
             continue
         return [f"{key} repeats ({len(texts)} records, {len(set(texts))} different values), so "
                 f"{numbers[0]} per record and {numbers[0]} per {key} differ"]

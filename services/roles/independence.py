@@ -1,0 +1,82 @@
+"""When a result's agreement with the independent check is not independent evidence.
+
+The checker is the same small model as the executor, blind to its commands but not to its
+habits: it often writes the same command, or the same program, and then repeats the same
+mistake. Agreement of one method with itself is one derivation, not two; Law 0 then keeps the
+result unverified (`doubts`). Pure reading of commands and the before-copy's files.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable, Mapping
+
+from services.safety import datafiles, evidence as ev
+
+
+def doubts(what: str, check: str, shell: list[str], *, root: str, names: Iterable[str],
+           files: Mapping[str, ev.FileState], verified: bool) -> list[str]:
+    """Why `what` (the answer, a file) agreeing with the check `check` proves less than it
+    seems, given the executor's shell commands `shell`: the executor's own method (a word
+    grepped anywhere in the line where the goal names a field); the same reading of the same
+    fields on data that can mislead it (only asked while `verified`); both splitting on every
+    comma a CSV with quoted commas."""
+    found = []
+    echo = next((c for c in shell if ev.same_method(c, check, names)), None)
+    if echo is not None:
+        found.append(f"{what} agrees only with a check that used the executor's own method "
+                     f"(`{echo}`), not an independent one")
+    elif verified:
+        found += _same_reads(what, check, shell, root)
+    quoted = [f for f in _quoted_csvs(root, files) if f in check]
+    if quoted and ev.naive_split(check) and any(
+            ev.naive_split(c) and any(f in c for f in quoted) for c in shell):
+        found.append(f"{what} and the check both split {quoted[0]} on every comma, but it has "
+                     f"quoted fields that contain commas")
+    return found
+
+
+def _same_reads(what: str, check: str, shell: list[str], root: str) -> list[str]:
+    """Two programs that read the same fields and look for the same values are one method
+    (the same model writes the same program twice; a shell command that looks for the same
+    value in the same file reads it the same way). Their agreement is still evidence where
+    the data leaves that method no way to go wrong, and not where it does: a value spelt two
+    ways, blanks, numbers mixed with words, duplicate records, records that group
+    (`datafiles.data_pitfalls`)."""
+    program = ev.python_program(check)
+    mine = datafiles.python_reads(program) if program else None
+    if mine is None:
+        return []
+    for command in shell:
+        other = ev.python_program(command) or ""
+        theirs = datafiles.python_reads(other) if other else None
+        if not other and any(f in command for f in mine[1]) and \
+                set(re.findall(r"[\w.@-]+", command)) & mine[0]:
+            # a shell command on the same file looking for the same literal value (`grep
+            # closed`, `$3=="closed"`) shares the program's reading of it
+            theirs, other = mine, command
+        if theirs is None or theirs[0] != mine[0]:
+            continue
+        text = program + other
+        pitfalls = datafiles.data_pitfalls(root, mine[1] | theirs[1], mine[0],
+                                           parsed="csv." in text or "json." in text)
+        if pitfalls:
+            fields = ", ".join(sorted(mine[0])) or "the same lines"
+            return [f"{what} agrees only with a check that read the same fields the same way "
+                    f"({fields}), and the data could mislead that way: {'; '.join(pitfalls[:3])}"]
+    return []
+
+
+def _quoted_csvs(root: str, files: Mapping[str, ev.FileState]) -> list[str]:
+    """The workspace's (before) text files whose quoted fields hold commas."""
+    found = []
+    for path, state in files.items():
+        if state.size > (1 << 20):
+            continue
+        try:
+            with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
+                if ev.quoted_commas(fh.read()):
+                    found.append(path)
+        except OSError:
+            continue
+    return found
