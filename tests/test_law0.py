@@ -473,3 +473,18 @@ def test_a_shell_command_looking_for_the_same_value_is_the_same_reading(settings
     j = av.judge(result([run(settings, "awk -F, '$2==\"shipped\"' orders.csv | wc -l")], "2"))
     assert j.kind == "matched" and not j.outcome.verified
     assert any("'Shipped'" in u for u in j.outcome.unverified), j.outcome.unverified
+
+
+def test_two_flat_listings_of_a_workspace_with_subfolders_are_not_verified(settings, ws):
+    # `ls` and os.listdir agree on the top folder; the goal may mean its subfolders too
+    (ws / "src").mkdir()
+    (ws / "src" / "b.log").write_text("x\n")
+    goal = "How many .log files are there?"
+    av = validator(settings, goal, {"output_file": "", "command": "ls *.log | wc -l"})
+    lister = "python3 -c 'import os; print(sum(n.endswith(\".log\") for n in os.listdir(\".\")))'"
+    j = av.judge(result([run(settings, lister)], "1"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("without looking inside subfolders" in u for u in j.outcome.unverified)
+    av = validator(settings, goal, {"output_file": "", "command": "find . -name '*.log' | wc -l"})
+    j = av.judge(result([run(settings, "ls -R | grep -c '[.]log$'")], "2"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome

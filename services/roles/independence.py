@@ -19,8 +19,8 @@ def doubts(what: str, check: str, shell: list[str], *, root: str, names: Iterabl
     """Why `what` (the answer, a file) agreeing with the check `check` proves less than it
     seems, given the executor's shell commands `shell`: the executor's own method (a word
     grepped anywhere in the line where the goal names a field); the same reading of the same
-    fields on data that can mislead it (only asked while `verified`); both splitting on every
-    comma a CSV with quoted commas."""
+    fields on data that can mislead it, or the same flat listing of a workspace with subfolders
+    (only asked while `verified`); both splitting on every comma a CSV with quoted commas."""
     found = []
     echo = next((c for c in shell if ev.same_method(c, check, names)), None)
     if echo is not None:
@@ -28,6 +28,10 @@ def doubts(what: str, check: str, shell: list[str], *, root: str, names: Iterabl
                      f"(`{echo}`), not an independent one")
     elif verified:
         found += _same_reads(what, check, shell, root)
+    if verified and not found and _flat_listings([check, *shell]) and \
+            any("/" in p for p in files):
+        found.append(f"{what} agrees with a check that, like the work, listed files without "
+                     f"looking inside subfolders, and the workspace has files in subfolders")
     quoted = [f for f in _quoted_csvs(root, files) if f in check]
     if quoted and ev.naive_split(check) and any(
             ev.naive_split(c) and any(f in c for f in quoted) for c in shell):
@@ -65,6 +69,19 @@ def _same_reads(what: str, check: str, shell: list[str], root: str) -> list[str]
             return [f"{what} agrees only with a check that read the same fields the same way "
                     f"({fields}), and the data could mislead that way: {'; '.join(pitfalls[:3])}"]
     return []
+
+
+_LISTS = re.compile(r"(?<![\w.-])ls\b|listdir|scandir|\bglob\b|\.iterdir\(")
+_RECURSES = re.compile(r"(?<![\w.-])(?:find|tree|du)\b|\bls\s+(?:-\w*R|--recursive)|walk\(|rglob"
+                       r"|\*\*|recursive\s*=\s*True|\bgrep\s+-\w*[rR]")
+
+
+def _flat_listings(commands: list[str]) -> bool:
+    """Both sides list a folder's files (`ls`, `os.listdir`, `glob('*.py')`) and none of them
+    descends into subfolders: they share the one scope, which the goal may not mean."""
+    listing = [c for c in commands if c and _LISTS.search(c)]
+    return len(listing) >= 2 and _LISTS.search(commands[0] or "") is not None and \
+        not any(_RECURSES.search(c or "") for c in commands)
 
 
 def _quoted_csvs(root: str, files: Mapping[str, ev.FileState]) -> list[str]:
