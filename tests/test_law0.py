@@ -488,3 +488,28 @@ def test_two_flat_listings_of_a_workspace_with_subfolders_are_not_verified(setti
     av = validator(settings, goal, {"output_file": "", "command": "find . -name '*.log' | wc -l"})
     j = av.judge(result([run(settings, "ls -R | grep -c '[.]log$'")], "2"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
+
+
+def test_a_change_goal_is_checked_against_a_copy_the_check_changed(settings, ws):
+    # no one file to check: the check's own (destructive) command runs on a scratch copy in the
+    # sandbox, and the workspace must end up exactly like that copy
+    from services.safety import sandbox
+    if sandbox.status(settings).mode != "bubblewrap":
+        pytest.skip("a check that changes files runs only in the sandbox, on a copy")
+    for name in ("a.tmp", "b.tmp"):
+        (ws / name).write_text("")
+    (ws / "c.tmp").write_text("keep")
+    goal = "Delete every empty .tmp file"
+    check = {"output_file": "", "command": "find . -name '*.tmp' -empty -delete"}
+    av = validator(settings, goal, check)
+    one = run(settings, "rm a.tmp")          # (the test's toolbox has no operator: rm is refused)
+    os.remove(ws / "a.tmp")
+    j = av.judge(result([one], "deleted a.tmp"))
+    assert j.kind == "retry" and "missing" not in j.correction.what_was_wrong
+    assert "there but should not be: b.tmp" in j.correction.what_was_wrong
+    assert (ws / "b.tmp").exists() and (ws / "c.tmp").read_text() == "keep"
+    av = validator(settings, goal, check)     # a fresh subtask: its before-copy has b.tmp only
+    os.remove(ws / "b.tmp")
+    j = av.judge(result([run(settings, "python3 -c 'print(1)'")], "deleted b.tmp"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    assert any("on a copy of the workspace: deleted: b.tmp" in c for c in j.outcome.checks)

@@ -9,11 +9,14 @@ The Agent-Validator's model verdict is an opinion. This module supplies the evid
    exact content a file the goal asks for must have. Code runs it — only if the Law 1 gate
    classifies it read-only — on the *before* copy, so it derives from the original inputs. For a
    goal about a data file it is a short Python program instead, run in the sandbox on a scratch
-   copy of the before-copy (the gate cannot classify a program).
+   copy of the before-copy (the gate cannot classify a program). For a goal that changes the
+   workspace with no one file to check (move, rename, delete), the check's command may change
+   files: it runs the same way, and the scratch copy afterwards is the derivation.
 3. The checks (`check`): values of the answer that occur in no tool output are invented; a file
    the goal asks for must exist and hold the derived content; a question's answer must agree with
-   the derivation; an executor's "not possible" must agree with a derivation that found nothing;
-   input files changed and not asked for are reported.
+   the derivation; the workspace of a change goal must equal the scratch copy the check changed;
+   an executor's "not possible" must agree with a derivation that found nothing; input files
+   changed and not asked for are reported.
 
 The result is a `Law0Report`: verified, unverified (what could not be checked), not_possible (with
 the evidence), or failed (with a correction that shows both outputs).
@@ -32,13 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
 from services.roles import independence
-from services.roles.programs import PYTHON_PREFIX, names_data_file, python_code, python_command
+from services.roles.derivation import SYSTEM, SYSTEM_PYTHON, parse_derivation
+from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev
@@ -47,100 +49,6 @@ from services.safety.tools import Toolbox, ToolOutput, head_tail
 
 log = logging.getLogger("artoo.verifier")
 
-class Derivation(BaseModel):
-    """The re-deriving model's reply: which file the goal asks for (if any) and the command."""
-    model_config = ConfigDict(extra="ignore")
-    output_file: str = Field(default="", max_length=120)
-    command: str = Field(default="", max_length=1500)    # a PYTHON: program is longer
-
-    @model_validator(mode="before")
-    @classmethod
-    def _tolerate(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            value = dict(value)
-            for key in ("output_file", "command"):
-                if value.get(key) is None:
-                    value[key] = ""
-                elif not isinstance(value[key], str):
-                    value[key] = str(value[key])
-        return value
-
-
-# Plain text, not JSON: under a JSON grammar the small model cut commands at their first `"`.
-SYSTEM = """You independently check another agent's work. You see the goal and the workspace files as they were BEFORE the work.
-Reply with exactly two lines:
-FILE: <the file the goal asks to create or change, or none>
-COMMAND: <one read-only shell command>
-The command must print exactly the correct result and nothing else:
-- A question: print only the answer value(s), one per line.
-- A file to create or change: print exactly the content that file must have, computed from the input files.
-- If what the goal asks about does not exist, print nothing.
-- Use every condition the goal states. Match names exactly. Skip the header line of CSV files.
-- When the goal selects by a field, column or level, compare that exact field (awk), never a word found anywhere in the line.
-- Read-only: never write, move or delete files (no >, no rm, no sed -i).
-Examples:
-Goal: How many .md files are under docs?
-FILE: none
-COMMAND: find docs -type f -name '*.md' | wc -l
-Goal: What is bob's email in users.csv (columns name,email)?
-FILE: none
-COMMAND: awk -F, -v k=bob 'NR>1 && $1==k {print $2}' users.csv
-Goal: Put the names of people older than 40 from people.csv (name,age) into old.txt
-FILE: old.txt
-COMMAND: awk -F, 'NR>1 && $2>40 {print $1}' people.csv"""
-# A goal about data inside files: the check is a short program that reads records by their
-# fields (run in the sandbox on a scratch copy of the before-copy). The executor's PYTHON: form
-# raised its first-attempt skill from 4/22 to 10/22 on such goals; the checker's awk was often
-# wrong.
-SYSTEM_PYTHON = """You independently check another agent's work. You see the goal and the workspace files as they were BEFORE the work.
-Reply with a FILE: line, then a PYTHON: program:
-FILE: <the file the goal asks to create or change, or none>
-PYTHON:
-<a short python3 program that reads the input files and prints exactly the correct result>
-The program must print exactly the correct result and nothing else (it must not write files):
-- A question: print only the answer value(s), one per line.
-- A file to create or change: print exactly the content that file must have (do not write it).
-- If what the goal asks about does not exist, print nothing.
-- Split each record into its fields and compare the exact field the goal names: csv.DictReader for CSV; json.load for JSON; for logs, settings and other text, for line in open(...) with line.split() or line.partition('='). Use every condition the goal states. Match names exactly.
-Examples:
-Goal: What is bob's email in users.csv (columns name,email)?
-FILE: none
-PYTHON:
-import csv
-for row in csv.DictReader(open('users.csv')):
-    if row['name'] == 'bob':
-        print(row['email'])
-Goal: Put the names of people older than 40 from people.csv (name,age) into old.txt
-FILE: old.txt
-PYTHON:
-import csv
-for row in csv.DictReader(open('people.csv')):
-    if float(row['age']) > 40:
-        print(row['name'])"""
-_LINE = re.compile(r"^\s*(?:\*\*)?(FILE|COMMAND)(?:\*\*)?\s*:\s*(.*)$", re.I | re.M)
-_PROGRAM = re.compile(r"^\s*(?:\*\*)?PYTHON(?:\*\*)?\s*:[ \t]*\n?(.*)", re.I | re.M | re.S)
-
-
-def parse_derivation(text: str) -> Derivation:
-    """`FILE: …` and `COMMAND: …` lines, or a `PYTHON:` program after the FILE line (run as
-    `python3 -c`); a fenced block counts as the command."""
-    fields = {m.group(1).upper(): m.group(2).strip() for m in _LINE.finditer(text or "")}
-    program = _PROGRAM.search(text or "")
-    if program and python_code(program.group(1)).strip():
-        return Derivation(output_file=_file_field(fields.get("FILE", "")),
-                          command=python_command(python_code(program.group(1))))
-    command = fields.get("COMMAND", "")
-    if not command:
-        fenced = re.search(r"```(?:bash|sh)?\s*\n(.+?)```", text or "", re.S)
-        command = fenced.group(1).strip() if fenced else ""
-    return Derivation(output_file=_file_field(fields.get("FILE", "")),
-                      command=command.strip("`").strip())
-
-
-def _file_field(file: str) -> str:
-    return "" if file.lower() in ("none", "-", "n/a", "empty", "(none)") else file
-
-
 @dataclass
 class DerivedCheck:
     output_file: str = ""
@@ -148,6 +56,7 @@ class DerivedCheck:
     output: str = ""
     error: str = ""
     available: bool = False             # a command ran (read-only) and its output is usable
+    effects: Optional[dict] = None      # the workspace after the check's command, on a copy
     why_unavailable: str = ""
 
 
@@ -299,14 +208,19 @@ class Verifier:
         if not check.command:
             check.why_unavailable = "no independent check (the checker proposed no command)"
             return check
-        if check.command.startswith(PYTHON_PREFIX):
-            out = self._run_program(check.command, check.output_file, root)
+        # a goal that changes the workspace without one file to check (move, rename, delete):
+        # the check's command does it on a scratch copy, and the copy is what to compare with
+        effects = not check.output_file and ev.asks_to_change(self.goal) and \
+            toolbox.sandbox.mode == "bubblewrap"
+        level = READ_ONLY if check.command.startswith(PYTHON_PREFIX) else \
+            classify(check.command, workspace=root, cwd=root).level
+        if check.command.startswith(PYTHON_PREFIX) or (level != READ_ONLY and effects):
+            out = self._run_scratch(check, root, effects=effects)
+        elif level != READ_ONLY:
+            check.why_unavailable = (f"no independent check (its command `{check.command}` "
+                                     f"is {level}, not read-only)")
+            return check
         else:
-            level = classify(check.command, workspace=root, cwd=root).level
-            if level != READ_ONLY:
-                check.why_unavailable = (f"no independent check (its command `{check.command}` "
-                                         f"is {level}, not read-only)")
-                return check
             out = toolbox.run("shell", {"command": check.command})
         check.output = "" if ev.is_absence(out.output) else out.output
         check.error = out.error or ""
@@ -321,23 +235,28 @@ class Verifier:
         check.available = True
         return check
 
-    def _run_program(self, command: str, output_file: str, root: str) -> ToolOutput:
-        """A checking program, in the sandbox on a scratch copy of the before-copy (it cannot
-        reach anything else, and the before-copy stays as it was). Told to print the file's
-        content, the small model often writes the file instead: what it wrote there is its
-        derivation all the same."""
+    def _run_scratch(self, check: DerivedCheck, root: str, *, effects: bool) -> ToolOutput:
+        """A checking program, or a check's command that changes files, in the sandbox on a
+        scratch copy of the before-copy (it cannot reach anything else, and the before-copy
+        stays as it was). Told to print the file's content, the small model often writes the
+        file instead: what it wrote there is its derivation all the same. With `effects`, the
+        copy's state afterwards is the derivation of what the workspace must look like."""
         scratch = tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}-scratch-")
         try:
             if not ev.copy_tree(root, scratch):
                 return Toolbox(dataclasses.replace(self.settings, workspace=Path(root))
-                               ).run_confined(command, writable=False)
+                               ).run_confined(check.command, writable=False)
             out = Toolbox(dataclasses.replace(self.settings, workspace=Path(scratch))
-                          ).run_confined(command)
-            written = os.path.join(scratch, output_file) if output_file else ""
+                          ).run_confined(check.command)
+            written = os.path.join(scratch, check.output_file) if check.output_file else ""
             if not out.error and ev.is_absence(out.output) and written and \
                     os.path.isfile(written):
                 with open(written, encoding="utf-8", errors="replace") as fh:
                     out.output = fh.read(1 << 20) or "(no output)"
+            if effects and not out.error:
+                after = ev.snapshot(scratch)
+                if _state(after) != _state(self.before):
+                    check.effects = after
             return out
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -386,7 +305,7 @@ class Verifier:
                                                           and claims_absence(answer))
         # A file goal's deliverable is the file (checked below, its answer written by code): a
         # stray number in the executor's closing words must not fail work that may be right.
-        file_work = bool(changes.touched) and ev.asks_to_change(self.goal)
+        file_work = bool(changes.touched or changes.deleted) and ev.asks_to_change(self.goal)
         if not claims_none and not file_work:
             invented = ev.unsupported_values(answer, outputs, self.goal)
             last = (current or records or [None])[-1]
@@ -411,6 +330,9 @@ class Verifier:
                                "from that output", answer=answer)
         derived = self.derive()
         file = derived.output_file if derived.available or derived.output_file else ""
+        if derived.available and derived.effects is not None and not claims_none:
+            return self._check_effects(derived, after, changes, checks, answer, revealed,
+                                       records)
         unexpected = [p for p in changes.modified + changes.deleted if p != file]
         if unexpected:
             checks.append(f"changed and not asked for: {', '.join(unexpected[:10])}")
@@ -582,6 +504,38 @@ class Verifier:
         self._mark_echo(report, derived, records, file)
         return report
 
+    def _check_effects(self, derived: DerivedCheck, after: dict[str, ev.FileState],
+                       changes: ev.Changes, checks: list[str], answer: str, revealed: bool,
+                       records: list[ToolCallRecord]) -> Law0Report:
+        """The workspace against the scratch copy the check's own command changed: the same
+        files with the same contents, nothing more and nothing less."""
+        real, want = _state(after), _state(derived.effects or {})
+        missing = sorted(set(want) - set(real))
+        extra = sorted(set(real) - set(want))
+        differ = sorted(p for p in set(real) & set(want) if real[p] != want[p])
+        checks.append(f"independent check `{derived.command}` on a copy of the workspace: "
+                      f"{ev.diff(self.before, derived.effects or {}).describe()}")
+        if missing or extra or differ:
+            wrong = "; ".join(f"{label}: {', '.join(paths[:8])}" for label, paths in (
+                ("missing", missing), ("there but should not be", extra),
+                ("with other content", differ)) if paths)
+            return Law0Report(
+                "failed", f"the workspace differs from what an independent check of the goal "
+                f"made of a copy of it ({wrong})", checks, disagreement=True,
+                what_was_wrong=f"after your commands the workspace has {changes.describe()}; "
+                               f"compared with an independent check (`{derived.command}` on a "
+                               f"copy), these files are {wrong}",
+                what_to_do="make exactly the change the goal asks for, and nothing else; then "
+                           "list the files (ls -R)", answer=answer)
+        report = Law0Report("unverified" if revealed else "verified",
+                            f"the workspace is exactly what an independent check of the goal "
+                            f"made of a copy of it (`{derived.command}`)", checks, answer=answer)
+        if revealed:
+            report.unverified.append("the workspace matches the independent check only after "
+                                     "the executor was shown what it expects")
+        self._mark_echo(report, derived, records, "the workspace")
+        return report
+
     def _mark_echo(self, report: Law0Report, derived: DerivedCheck,
                    records: list[ToolCallRecord], what: str) -> None:
         """Agreement that is not independent evidence (`independence.doubts`) leaves the
@@ -593,6 +547,12 @@ class Verifier:
         if doubts:
             report.kind = "unverified"
             report.unverified.extend(doubts)
+
+
+def _state(files: dict[str, ev.FileState]) -> dict[str, Any]:
+    """Paths and contents (the hash; the size where the file was too big to hash): what two
+    copies of a workspace must share, whatever their mtimes."""
+    return {p: f.digest or f.size for p, f in files.items()}
 
 
 def _raw(answer: str, records: list[ToolCallRecord]) -> bool:

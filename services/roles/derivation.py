@@ -1,0 +1,109 @@
+"""The independent check's request and reply (R4a's Law 0 half, `verifier.py`).
+
+The checker is a model that sees the goal and the workspace before the work, never the
+executor's commands or answer. Its reply is plain text — a FILE line and one read-only COMMAND,
+or a FILE line and a PYTHON program for a goal about a data file — parsed here into a
+`Derivation`.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from services.roles.programs import python_code, python_command
+
+
+class Derivation(BaseModel):
+    """The re-deriving model's reply: which file the goal asks for (if any) and the command."""
+    model_config = ConfigDict(extra="ignore")
+    output_file: str = Field(default="", max_length=120)
+    command: str = Field(default="", max_length=1500)    # a PYTHON: program is longer
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerate(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            value = dict(value)
+            for key in ("output_file", "command"):
+                if value.get(key) is None:
+                    value[key] = ""
+                elif not isinstance(value[key], str):
+                    value[key] = str(value[key])
+        return value
+
+
+# Plain text, not JSON: under a JSON grammar the small model cut commands at their first `"`.
+SYSTEM = """You independently check another agent's work. You see the goal and the workspace files as they were BEFORE the work.
+Reply with exactly two lines:
+FILE: <the file the goal asks to create or change, or none>
+COMMAND: <one read-only shell command>
+The command must print exactly the correct result and nothing else:
+- A question: print only the answer value(s), one per line.
+- A file to create or change: print exactly the content that file must have, computed from the input files.
+- If what the goal asks about does not exist, print nothing.
+- Use every condition the goal states. Match names exactly. Skip the header line of CSV files.
+- When the goal selects by a field, column or level, compare that exact field (awk), never a word found anywhere in the line.
+- Read-only: never write, move or delete files (no >, no rm, no sed -i).
+Examples:
+Goal: How many .md files are under docs?
+FILE: none
+COMMAND: find docs -type f -name '*.md' | wc -l
+Goal: What is bob's email in users.csv (columns name,email)?
+FILE: none
+COMMAND: awk -F, -v k=bob 'NR>1 && $1==k {print $2}' users.csv
+Goal: Put the names of people older than 40 from people.csv (name,age) into old.txt
+FILE: old.txt
+COMMAND: awk -F, 'NR>1 && $2>40 {print $1}' people.csv"""
+# A goal about data inside files: the check is a short program that reads records by their
+# fields (run in the sandbox on a scratch copy of the before-copy). The executor's PYTHON: form
+# raised its first-attempt skill from 4/22 to 10/22 on such goals; the checker's awk was often
+# wrong.
+SYSTEM_PYTHON = """You independently check another agent's work. You see the goal and the workspace files as they were BEFORE the work.
+Reply with a FILE: line, then a PYTHON: program:
+FILE: <the file the goal asks to create or change, or none>
+PYTHON:
+<a short python3 program that reads the input files and prints exactly the correct result>
+The program must print exactly the correct result and nothing else (it must not write files):
+- A question: print only the answer value(s), one per line.
+- A file to create or change: print exactly the content that file must have (do not write it).
+- If what the goal asks about does not exist, print nothing.
+- Split each record into its fields and compare the exact field the goal names: csv.DictReader for CSV; json.load for JSON; for logs, settings and other text, for line in open(...) with line.split() or line.partition('='). Use every condition the goal states. Match names exactly.
+Examples:
+Goal: What is bob's email in users.csv (columns name,email)?
+FILE: none
+PYTHON:
+import csv
+for row in csv.DictReader(open('users.csv')):
+    if row['name'] == 'bob':
+        print(row['email'])
+Goal: Put the names of people older than 40 from people.csv (name,age) into old.txt
+FILE: old.txt
+PYTHON:
+import csv
+for row in csv.DictReader(open('people.csv')):
+    if float(row['age']) > 40:
+        print(row['name'])"""
+_LINE = re.compile(r"^\s*(?:\*\*)?(FILE|COMMAND)(?:\*\*)?\s*:\s*(.*)$", re.I | re.M)
+_PROGRAM = re.compile(r"^\s*(?:\*\*)?PYTHON(?:\*\*)?\s*:[ \t]*\n?(.*)", re.I | re.M | re.S)
+
+
+def parse_derivation(text: str) -> Derivation:
+    """`FILE: …` and `COMMAND: …` lines, or a `PYTHON:` program after the FILE line (run as
+    `python3 -c`); a fenced block counts as the command."""
+    fields = {m.group(1).upper(): m.group(2).strip() for m in _LINE.finditer(text or "")}
+    program = _PROGRAM.search(text or "")
+    if program and python_code(program.group(1)).strip():
+        return Derivation(output_file=_file_field(fields.get("FILE", "")),
+                          command=python_command(python_code(program.group(1))))
+    command = fields.get("COMMAND", "")
+    if not command:
+        fenced = re.search(r"```(?:bash|sh)?\s*\n(.+?)```", text or "", re.S)
+        command = fenced.group(1).strip() if fenced else ""
+    return Derivation(output_file=_file_field(fields.get("FILE", "")),
+                      command=command.strip("`").strip())
+
+
+def _file_field(file: str) -> str:
+    return "" if file.lower() in ("none", "-", "n/a", "empty", "(none)") else file
