@@ -65,6 +65,12 @@ def validator(settings, goal: str, *derivations, opinions=()):
     return AgentValidator(st, FakeLLM(*opinions, local=local), settings, verifier=verifier)
 
 
+def require_sandbox(settings, why: str) -> None:
+    from services.safety import sandbox
+    if sandbox.status(settings).mode != "bubblewrap":
+        pytest.skip(why)
+
+
 def result(records, output, status="completed", attempt=1):
     return ExecutionResult(task_id="run-law0", subtask_id="st-1", attempt=attempt,
                            status=status, output=output, tool_calls=list(records))
@@ -330,9 +336,7 @@ def test_a_stray_number_after_writing_the_asked_file_does_not_fail_the_work(sett
 
 
 def test_a_data_file_goal_is_checked_by_a_program_on_a_scratch_copy(settings, ws):
-    from services.safety import sandbox
-    if sandbox.status(settings).mode != "bubblewrap":
-        pytest.skip("a checking program runs only read-only in the sandbox")
+    require_sandbox(settings, "a checking program runs only read-only in the sandbox")
     # told to print a file's content, the small model writes the file: it runs on a scratch
     # copy, and what it wrote there is its derivation; nothing else is touched
     goal = "Write the Norwegian cities of cities.csv, one per line, to norway.txt"
@@ -384,10 +388,8 @@ def test_the_same_program_twice_is_verified_only_on_data_it_cannot_misread(setti
     # executor and checker write one program (same fields, same looked-for value). On clean data
     # their agreement is evidence; where the field holds the value in another spelling it is not:
     # both may have dropped 'Shipped' the same way.
-    from services.safety import sandbox
     from services.roles.programs import python_command
-    if sandbox.status(settings).mode != "bubblewrap":
-        pytest.skip("a checking program runs only in the sandbox")
+    require_sandbox(settings, "a checking program runs only in the sandbox")
     count = ("import csv\nn = 0\nfor row in csv.DictReader(open('orders.csv')):\n"
              "    if row['status'] == 'shipped':\n        n += 1\nprint(n)")
     check = ("FILE: none\nPYTHON:\nimport csv\nrows = list(csv.DictReader(open('orders.csv')))\n"
@@ -406,10 +408,8 @@ def test_the_same_program_twice_is_verified_only_on_data_it_cannot_misread(setti
 def test_the_same_program_twice_is_not_verified_where_records_group(settings, ws):
     # the largest single payment and the customer who paid most in total are two answers; two
     # programs reading the same two fields pick the same one, so their agreement is no evidence
-    from services.safety import sandbox
     from services.roles.programs import python_command
-    if sandbox.status(settings).mode != "bubblewrap":
-        pytest.skip("a checking program runs only in the sandbox")
+    require_sandbox(settings, "a checking program runs only in the sandbox")
     (settings.workspace / "pay.csv").write_text("customer,amount\nann,5\nbob,9\nann,6\n")
     top = ("import csv\nrows = list(csv.DictReader(open('pay.csv')))\n"
            "print(max(rows, key=lambda r: float(r['amount']))['customer'])")
@@ -463,9 +463,7 @@ def test_a_record_count_that_includes_the_header_line_is_not_verified(settings, 
 def test_a_shell_command_looking_for_the_same_value_is_the_same_reading(settings, ws):
     # awk's exact match and the program's exact match miss 'Shipped' alike: agreement of the two
     # is no evidence on data that spells the value two ways
-    from services.safety import sandbox
-    if sandbox.status(settings).mode != "bubblewrap":
-        pytest.skip("a checking program runs only in the sandbox")
+    require_sandbox(settings, "a checking program runs only in the sandbox")
     (settings.workspace / "orders.csv").write_text("id,status\n1,shipped\n2,Shipped\n3,shipped\n")
     check = ("FILE: none\nPYTHON:\nimport csv\nrows = list(csv.DictReader(open('orders.csv')))\n"
              "print(len([r for r in rows if r['status'] == 'shipped']))")
@@ -493,9 +491,7 @@ def test_two_flat_listings_of_a_workspace_with_subfolders_are_not_verified(setti
 def test_a_change_goal_is_checked_against_a_copy_the_check_changed(settings, ws):
     # no one file to check: the check's own (destructive) command runs on a scratch copy in the
     # sandbox, and the workspace must end up exactly like that copy
-    from services.safety import sandbox
-    if sandbox.status(settings).mode != "bubblewrap":
-        pytest.skip("a check that changes files runs only in the sandbox, on a copy")
+    require_sandbox(settings, "a check that changes files runs only in the sandbox, on a copy")
     for name in ("a.tmp", "b.tmp"):
         (ws / name).write_text("")
     (ws / "c.tmp").write_text("keep")
