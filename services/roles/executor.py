@@ -198,7 +198,8 @@ def parse_local_step(text: str) -> ExecutorStep:
     kind = match.group(1).upper().replace("_", " ")
     rest = (text or "")[match.end():]
     if kind == "ANSWER":
-        nxt = re.search(r"^\s*(?:\*\*)?(?:COMMAND|PYTHON)(?:\*\*)?\s*:", rest, re.I | re.M)
+        nxt = next((m for m in _LOCAL_REPLY.finditer(rest)
+                    if m.group(1).upper() in ("COMMAND", "PYTHON")), None)
         if nxt:
             # "ANSWER: y / PYTHON: x": a guess, then the way to get it; the attempt decides
             # (an answer before any output is unbacked: run x)

@@ -84,8 +84,7 @@ def _column_pitfalls(name: str, values: list, wanted: Iterable[str]) -> list[str
                      + ", ".join(repr(v) for v in variants[0][:3]))
     elif any(v != v.strip() for v in texts):
         found.append(f"{name} has values with stray spaces")
-    words = [v for v in present if not isinstance(v, (int, float))
-             and not is_number(str(v).strip())]
+    words = _words(present)
     if words and len(words) < len(present):
         found.append(f"{name} mixes numbers with other values ({words[0]!r})")
     for want in wanted:
@@ -180,10 +179,14 @@ def data_pitfalls(root: str, files: Iterable[str], reads: Iterable[str], *,
     return found
 
 
+def _words(values: list) -> list:
+    """The values that are not numbers."""
+    return [v for v in values if not isinstance(v, (int, float)) and not is_number(str(v).strip())]
+
+
 def _numeric(values: list) -> bool:
     present = [v for v in values if v is not None and str(v).strip() != ""]
-    return bool(present) and all(isinstance(v, (int, float)) or is_number(str(v).strip())
-                                 for v in present)
+    return bool(present) and not _words(present)
 
 
 def _group_pitfall(columns: dict[str, list], wanted: Iterable[str]) -> list[str]:
