@@ -2,6 +2,8 @@
 across a proxy restart, gap counting and de-duplication, one proxy per data dir, CURVE on tcp."""
 from __future__ import annotations
 
+import dataclasses
+import gc
 import os
 import signal
 import socket
@@ -447,3 +449,45 @@ def test_slow_request_is_answered_once_despite_resends(bus_process, bus_clients)
     release.set()
     thread.join(30)
     assert len(calls) == 1 and replies and replies[0][1].stats == {"calls": 1}
+
+
+def test_resends_survive_senders_on_other_threads(bus_process, settings, bus_clients):
+    """Work sent from other threads lands in the pending table while the loop walks it to re-send;
+    the loop must keep running, and every message is acked once a consumer appears."""
+    acked: list[bool] = []
+    lock = threading.Lock()
+    # re-sends fall due at once, so the loop walks the table all the while the threads insert
+    sender = BusClient("planner", settings=dataclasses.replace(settings, ack_initial_s=0.001,
+                                                                ack_max_backoff_s=0.05),
+                       heartbeat=False).start()
+    per_thread, threads = 1500, 4
+
+    def burst(t: int) -> None:
+        for i in range(per_thread):
+            sender.send(EffectorStarted(task_id="race", subtask_id=f"race-{t}-{i}", pid=1,
+                                        spawner="s"), task="race",
+                        consumers=("auditor",),
+                        on_done=lambda ok: (lock.acquire(), acked.append(ok), lock.release()))
+
+    # The loop copies the table in one C call; only a garbage collection inside it (a callback,
+    # a finalizer) lets another thread run there. Collect often, and yield in every collection.
+    yield_in_gc = lambda phase, info: time.sleep(0)  # noqa: E731
+    threshold = gc.get_threshold()
+    gc.callbacks.append(yield_in_gc)
+    gc.set_threshold(2)
+    try:
+        workers = [threading.Thread(target=burst, args=(t,)) for t in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+    finally:
+        gc.callbacks.remove(yield_in_gc)
+        gc.set_threshold(*threshold)
+    assert sender.stats()["unacked"] == per_thread * threads
+    bus_clients("auditor", lambda c: c.on("EffectorStarted", lambda env, msg: None, ack=True,
+                                          task="race"))
+    wait_until(lambda: len(acked) == per_thread * threads, 60,
+               what=f"acks ({len(acked)} of {per_thread * threads}; stats {sender.stats()})")
+    assert all(acked) and not sender._stopped.is_set()
+    sender.stop()

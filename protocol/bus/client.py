@@ -589,11 +589,13 @@ class BusClient(Inbound):
 
     def _resend_due(self, now: float) -> None:
         s = self.settings
-        for msg_id, p in list(self._pending.items()):
+        with self._send_lock:  # senders on other threads insert while we walk
+            due = list(self._pending.items())
+        for msg_id, p in due:
             if now < p.next_at:
                 continue
             if now - p.first_sent > s.ack_give_up_s:
-                del self._pending[msg_id]
+                self._pending.pop(msg_id, None)
                 if self._outbox is not None:
                     self._outbox.remove(msg_id)
                 self.lost += 1
