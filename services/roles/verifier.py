@@ -58,6 +58,7 @@ class DerivedCheck:
     available: bool = False             # a command ran (read-only) and its output is usable
     effects: Optional[dict] = None      # the workspace after the check's command, on a copy
     why_unavailable: str = ""
+    program: bool = False               # a PYTHON program, not a shell COMMAND
 
 
 @dataclass
@@ -175,16 +176,24 @@ class Verifier:
         return "\n".join(lines)
 
     def derive(self) -> DerivedCheck:
-        if self.derived is not None:
-            return self.derived
+        if self.derived is None:
+            self.derived = self.derive_as(None)
+        return self.derived
+
+    def derive_as(self, program: Optional[bool]) -> DerivedCheck:
+        """One derivation: a PYTHON program (`program`), a shell COMMAND, or (None) the form
+        that suits the goal — a program for a goal about a data file."""
         self.start()
         check = DerivedCheck()
-        self.derived = check
         root = self.before_dir or self.workspace
         settings = dataclasses.replace(self.settings, workspace=Path(root))
         toolbox = Toolbox(settings)
         # a program can only be confined by the sandbox; without it, a shell command
-        program = toolbox.sandbox.mode == "bubblewrap" and names_data_file(self.goal, root)
+        if toolbox.sandbox.mode != "bubblewrap":
+            program = False
+        elif program is None:
+            program = names_data_file(self.goal, root)
+        check.program = bool(program)
         try:
             reply = parse_derivation(self.llm.complete_text(
                 SYSTEM_PYTHON if program else SYSTEM, self.prompt(), task_id=self.task_id,
@@ -275,6 +284,8 @@ class Verifier:
                 report.kind = "unverified"
                 report.unverified.append("the goal names " + ", ".join(
                     f"{t!r}, which no file has (the work used {w!r})" for t, w in near[:3]))
+            else:
+                self._confirm(report, records, file)
         changes = self.changes
         if changes is not None and (changes.touched or changes.deleted) and \
                 report.kind != "failed" and _raw(report.answer, records):
@@ -420,6 +431,41 @@ class Verifier:
                                      f"{', '.join(unexpected[:10])}")
         return report
 
+    def _confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str) -> None:
+        """k-of-N on the checker (2 of 2): one derivation that agrees is one model's opinion, and
+        a checker that writes the same program as the executor shares its mistakes. "verified"
+        stands only if a second derivation in the other form (shell COMMAND vs PYTHON program)
+        agrees as well; otherwise the result is done but unverified, saying what it printed."""
+        first = self.derived
+        assert first is not None
+        second = self.derive_as(not first.program)
+        form = "program" if second.program else "command"
+        if second.program == first.program:
+            doubt = "no second check in another form (a checking program needs the sandbox)"
+        elif not second.available:
+            doubt = f"a second independent check in another form: {second.why_unavailable}"
+        else:
+            shown = head_tail(second.output.strip(), 200) or "(nothing)"
+            if first.effects is not None:
+                ok = second.effects is not None and \
+                    _state(second.effects) == _state(ev.snapshot(self.workspace))
+            elif file:
+                ok = bool(second.output.strip()) and ev.same_content(
+                    _read(os.path.join(self.workspace, file)), second.output)
+            else:
+                ok = not ev.is_absence(second.output) and ev.agree(
+                    report.answer, second.output, goal=self.goal,
+                    data=[o for _, o in _outputs(records)] + [first.output, second.output]).agree
+            report.checks.append(f"second independent check ({form}) `{second.command}` "
+                                 f"printed: {shown}")
+            if ok:
+                report.evidence += f"; a second check in another form agrees (`{second.command}`)"
+                return
+            doubt = (f"a second independent check in another form (`{second.command}`) does not "
+                     f"agree; it printed: {shown}")
+        report.kind = "unverified"
+        report.unverified.append(doubt)
+
     def _looks_for_absent(self, command: str) -> bool:
         """The check's command names something the goal names and the workspace lacks."""
         absent = ev.absent_terms(self.goal, self.before_dir or self.workspace)
@@ -553,6 +599,14 @@ def _state(files: dict[str, ev.FileState]) -> dict[str, Any]:
     """Paths and contents (the hash; the size where the file was too big to hash): what two
     copies of a workspace must share, whatever their mtimes."""
     return {p: f.digest or f.size for p, f in files.items()}
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _raw(answer: str, records: list[ToolCallRecord]) -> bool:
