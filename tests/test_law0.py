@@ -4,6 +4,7 @@ toolbox and workspace and an in-process stand-in for the LLM. The same checks ru
 the bus with the scripted HTTP LLM in test_pipeline_e2e.py."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -77,17 +78,51 @@ def result(records, output, status="completed", attempt=1):
 
 
 SUM = "awk -F, '$3==\"Norway\" {s+=$2} END {print s}' cities.csv"
+# Second derivations, in the other form (k-of-N: "verified" needs both to agree)
+SUM_PY = ("FILE: none\nPYTHON:\nimport csv\nprint(sum(int(r['population']) for r in "
+          "csv.DictReader(open('cities.csv')) if r['country'] == 'Norway'))")
+ERRORS_PY = ("FILE: errors.txt\nPYTHON:\nfor line in open('app.log'):\n"
+             "    if line.split()[0] == 'ERROR':\n        print(line, end='')")
+COUNT_ERRORS_PY = "FILE: none\nPYTHON:\nprint(sum(l.split()[0] == 'ERROR' for l in open('app.log')))"
+
+
+NORWAY_SH = {"output_file": "", "command": "grep -w Norway cities.csv | cut -d, -f2 | "
+                                          "paste -sd+ | bc"}
 
 
 def test_agreement_with_the_independent_check_is_verified(settings, ws):
+    require_sandbox(settings, "the second check in another form is a program")
     av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
-                   {"output_file": "", "command": "grep -w Norway cities.csv | cut -d, -f2 | "
-                                                  "paste -sd+ | bc"})
+                   NORWAY_SH, SUM_PY)
     j = av.judge(result([run(settings, SUM)], "985000"))
     assert j.kind == "matched" and j.outcome.verified
     assert all(v.checked and v.verdict == "pass" for v in j.outcome.criteria_verdicts)
     assert j.outcome.answer == "985000"
     assert any("independent check" in c for c in j.outcome.checks)
+    assert any(c.startswith("second independent check (program)") for c in j.outcome.checks), \
+        j.outcome.checks
+
+
+def test_a_second_check_in_another_form_must_agree_too(settings, ws):
+    """k-of-N: one agreeing derivation is one model's opinion. A second one in the other form
+    that disagrees, derives nothing, or cannot run (no sandbox for a program) leaves the result
+    done but unverified, saying why; never a retry of an answer that may be right."""
+    require_sandbox(settings, "the second check in another form is a program")
+    goal = "Total population of the Norwegian cities in cities.csv?"
+    wrong_py = SUM_PY.replace("'Norway'", "'France'")
+    for second, why in ((wrong_py, "does not agree; it printed: 520000"),
+                        ("FILE: none\nPYTHON:\nprint(open('nope.csv').read())", "failed")):
+        av = validator(settings, goal, NORWAY_SH, second)
+        j = av.judge(result([run(settings, SUM)], "985000"))
+        assert j.kind == "matched" and not j.outcome.verified, j.outcome
+        assert any("second independent check in another form" in u and why in u
+                   for u in j.outcome.unverified), j.outcome.unverified
+        assert j.outcome.answer == "985000"
+    unconfined = dataclasses.replace(settings, sandbox="off")
+    av = validator(unconfined, goal, NORWAY_SH)
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("needs the tool sandbox" in u for u in j.outcome.unverified)
 
 
 def test_invented_value_is_caught(settings, ws):
@@ -121,7 +156,8 @@ def test_wrong_content_is_caught_and_right_content_verified(settings, ws):
     assert j.kind == "retry"
     assert "INFO a" in j.correction.what_was_wrong and "ERROR d" in j.correction.what_was_wrong
     (ws / "errors.txt").unlink()          # (an overwrite would need an approval)
-    av2 = validator(settings, goal, derivation)
+    require_sandbox(settings, "the second check in another form is a program")
+    av2 = validator(settings, goal, derivation, ERRORS_PY)
     right = run(settings, "awk '$1 == \"ERROR\"' app.log > errors.txt; cat errors.txt")
     j2 = av2.judge(result([right], "errors.txt written"))
     assert j2.kind == "matched" and j2.outcome.verified
@@ -180,7 +216,9 @@ def test_changed_input_file_is_reported_not_verified(settings, ws):
 
 def test_disagreement_is_a_correction_then_unverified(settings, ws):
     goal = "How many ERROR lines are in app.log?"
-    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"})
+    require_sandbox(settings, "the second check in another form is a program")
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   COUNT_ERRORS_PY)
     j = av.judge(result([run(settings, "grep -c INFO app.log")], "2"))   # same value, wrong why
     assert j.kind == "matched" and j.outcome.verified                    # values agree
     av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"})
@@ -200,7 +238,9 @@ def test_agreeing_only_after_seeing_the_check_is_not_verified(settings, ws):
     assert av.judge(result([run(settings, "wc -l < app.log")], "4")).kind == "retry"
     copied = av.judge(result([], "2", attempt=2))                         # copied, no command
     assert copied.kind == "matched" and not copied.outcome.verified
-    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"})
+    require_sandbox(settings, "the second check in another form is a program")
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   COUNT_ERRORS_PY)
     assert av.judge(result([run(settings, "wc -l < app.log")], "4")).kind == "retry"
     own = av.judge(result([run(settings, "awk '/ERROR/ {n++} END {print n}' app.log")], "2",
                           attempt=2))
@@ -304,8 +344,11 @@ def test_a_folder_named_as_the_output_file_is_not_a_missing_file(settings, ws):
     for name in ("a.log", "b.log", "c.txt"):
         (ws / "logs" / name).write_text("x\n")
     count = "find logs -type f -name '*.log' | wc -l"
+    require_sandbox(settings, "the second check in another form is a program")
     av = validator(settings, "How many .log files are in logs?",
-                   {"output_file": "logs", "command": "ls logs | grep -c '[.]log$'"})
+                   {"output_file": "logs", "command": "ls logs | grep -c '[.]log$'"},
+                   "FILE: none\nPYTHON:\nimport os\n"
+                   "print(sum(n.endswith('.log') for n in os.listdir('logs')))")
     j = av.judge(result([run(settings, count)], "2"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome.failure_reason
     assert "does not exist" not in (j.outcome.failure_reason or "")
@@ -314,9 +357,11 @@ def test_a_folder_named_as_the_output_file_is_not_a_missing_file(settings, ws):
 def test_an_input_file_named_as_the_output_of_a_question_is_not_rewritten(settings, ws):
     # the checker answered FILE: <the log the question reads>; code must not turn a question into
     # "rewrite app.log" (a correction that had the executor edit its input with sed -i)
+    require_sandbox(settings, "the second check in another form is a program")
     before = (ws / "app.log").read_text()
     av = validator(settings, "How many entries in app.log have the level ERROR?",
-                   {"output_file": "app.log", "command": "awk '$1==\"ERROR\"' app.log | wc -l"})
+                   {"output_file": "app.log", "command": "awk '$1==\"ERROR\"' app.log | wc -l"},
+                   COUNT_ERRORS_PY)
     j = av.judge(result([run(settings, "grep -c '^ERROR' app.log")], "2"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome.failure_reason
     assert (ws / "app.log").read_text() == before
@@ -327,8 +372,9 @@ def test_a_stray_number_after_writing_the_asked_file_does_not_fail_the_work(sett
     # the executor wrote the file with a command that prints nothing, then "answered" a number;
     # the deliverable is the file, which an independent check confirms
     goal = "Copy every ERROR line of app.log into errors.txt"
+    require_sandbox(settings, "the second check in another form is a program")
     av = validator(settings, goal, {"output_file": "errors.txt",
-                                    "command": "grep ERROR app.log"})
+                                    "command": "grep ERROR app.log"}, ERRORS_PY)
     wrote = run(settings, "awk '$1 == \"ERROR\"' app.log > errors.txt")
     j = av.judge(result([wrote], "359"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome.failure_reason
@@ -345,7 +391,8 @@ def test_a_data_file_goal_is_checked_by_a_program_on_a_scratch_copy(settings, ws
                "    for r in csv.DictReader(open('cities.csv')):\n"
                "        if r['country'] == 'Norway':\n            out.write(r['city'] + '\\n')\n"
                "open('cities.csv', 'w').close()\n```")
-    av = validator(settings, goal, program)
+    av = validator(settings, goal, program,
+                   {"output_file": "norway.txt", "command": "grep ',Norway$' cities.csv | cut -d, -f1"})
     wrote = run(settings, "awk -F, '$3==\"Norway\" {print $1}' cities.csv > norway.txt")
     j = av.judge(result([wrote], "done"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
@@ -355,7 +402,7 @@ def test_a_data_file_goal_is_checked_by_a_program_on_a_scratch_copy(settings, ws
     # a program that reads records by field agrees: verified; bare final expression printed
     program = ("FILE: none\nPYTHON:\nrows = csv.DictReader(open('cities.csv'))\n"
                "sum(int(r['population']) for r in rows if r['country'] == 'Norway')")
-    av = validator(settings, goal, program)
+    av = validator(settings, goal, program, NORWAY_SH)
     j = av.judge(result([run(settings, SUM)], "985000"))
     assert j.kind == "matched" and j.outcome.verified
     assert any("python3 -c" in c for c in j.outcome.checks)
@@ -398,7 +445,8 @@ def test_the_same_program_twice_is_verified_only_on_data_it_cannot_misread(setti
     for data, verified in (("id,status\n1,shipped\n2,pending\n3,shipped\n", True),
                            ("id,status\n1,shipped\n2,Shipped\n3,shipped\n", False)):
         (settings.workspace / "orders.csv").write_text(data)
-        av = validator(settings, goal, check)
+        av = validator(settings, goal, check,
+                       {"output_file": "", "command": "grep -c ',shipped$' orders.csv"})
         j = av.judge(result([run(settings, python_command(count))], "2"))
         assert j.kind == "matched" and j.outcome.verified is verified, j.outcome
     assert any("read the same fields the same way (shipped, status)" in u and "'Shipped'" in u
@@ -483,7 +531,10 @@ def test_two_flat_listings_of_a_workspace_with_subfolders_are_not_verified(setti
     j = av.judge(result([run(settings, lister)], "1"))
     assert j.kind == "matched" and not j.outcome.verified
     assert any("without looking inside subfolders" in u for u in j.outcome.unverified)
-    av = validator(settings, goal, {"output_file": "", "command": "find . -name '*.log' | wc -l"})
+    require_sandbox(settings, "the second check in another form is a program")
+    av = validator(settings, goal, {"output_file": "", "command": "find . -name '*.log' | wc -l"},
+                   "FILE: none\nPYTHON:\nimport os\nprint(sum(f.endswith('.log') "
+                   "for _, _, fs in os.walk('.') for f in fs))")
     j = av.judge(result([run(settings, "ls -R | grep -c '[.]log$'")], "2"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
 
@@ -504,7 +555,9 @@ def test_a_change_goal_is_checked_against_a_copy_the_check_changed(settings, ws)
     assert j.kind == "retry" and "missing" not in j.correction.what_was_wrong
     assert "there but should not be: b.tmp" in j.correction.what_was_wrong
     assert (ws / "b.tmp").exists() and (ws / "c.tmp").read_text() == "keep"
-    av = validator(settings, goal, check)     # a fresh subtask: its before-copy has b.tmp only
+    av = validator(settings, goal, check,     # a fresh subtask: its before-copy has b.tmp only
+                   "FILE: none\nPYTHON:\nimport os\nfor f in os.listdir('.'):\n"
+                   "    if f.endswith('.tmp') and os.path.getsize(f) == 0:\n        os.remove(f)")
     os.remove(ws / "b.tmp")
     j = av.judge(result([run(settings, "python3 -c 'print(1)'")], "deleted b.tmp"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome

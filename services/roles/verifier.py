@@ -17,6 +17,9 @@ The Agent-Validator's model verdict is an opinion. This module supplies the evid
    the derivation; the workspace of a change goal must equal the scratch copy the check changed;
    an executor's "not possible" must agree with a derivation that found nothing; input files
    changed and not asked for are reported.
+4. k-of-N (2 of 2) before "verified": a result that agrees with the first derivation is checked
+   against a second one in the other form (a shell command where the first was a program, and
+   the reverse). Both must agree; one that does not, or cannot run, leaves it unverified.
 
 The result is a `Law0Report`: verified, unverified (what could not be checked), not_possible (with
 the evidence), or failed (with a correction that shows both outputs).
@@ -43,7 +46,7 @@ from services.roles.derivation import SYSTEM, SYSTEM_PYTHON, parse_derivation
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import datafiles, evidence as ev
+from services.safety import datafiles, evidence as ev, sandbox
 from services.safety.law1 import READ_ONLY, classify
 from services.safety.tools import Toolbox, ToolOutput, head_tail
 
@@ -58,7 +61,7 @@ class DerivedCheck:
     available: bool = False             # a command ran (read-only) and its output is usable
     effects: Optional[dict] = None      # the workspace after the check's command, on a copy
     why_unavailable: str = ""
-    program: bool = False               # a PYTHON program, not a shell COMMAND
+    program: bool = False               # a PYTHON program (as run), not a shell COMMAND
 
 
 @dataclass
@@ -193,7 +196,6 @@ class Verifier:
             program = False
         elif program is None:
             program = names_data_file(self.goal, root)
-        check.program = bool(program)
         try:
             reply = parse_derivation(self.llm.complete_text(
                 SYSTEM_PYTHON if program else SYSTEM, self.prompt(), task_id=self.task_id,
@@ -214,6 +216,7 @@ class Verifier:
                 not ev.asks_to_change(self.goal):
             check.output_file = ""     # an input a question reads, never a file to rewrite
         check.command = _strip_redirect(reply.command.strip(), check.output_file)
+        check.program = check.command.startswith(PYTHON_PREFIX)   # the form it replied in
         if not check.command:
             check.why_unavailable = "no independent check (the checker proposed no command)"
             return check
@@ -438,11 +441,14 @@ class Verifier:
         agrees as well; otherwise the result is done but unverified, saying what it printed."""
         first = self.derived
         assert first is not None
+        if sandbox.status(self.settings).mode != "bubblewrap":
+            report.kind = "unverified"
+            report.unverified.append("no second check in another form (a checking program "
+                                     "needs the tool sandbox)")
+            return
         second = self.derive_as(not first.program)
         form = "program" if second.program else "command"
-        if second.program == first.program:
-            doubt = "no second check in another form (a checking program needs the sandbox)"
-        elif not second.available:
+        if not second.available:
             doubt = f"a second independent check in another form: {second.why_unavailable}"
         else:
             shown = head_tail(second.output.strip(), 200) or "(nothing)"
