@@ -105,6 +105,18 @@ def check(command: str, output_file: str = "") -> str:
     return f"FILE: {output_file or 'none'}\nCOMMAND: {command}"
 
 
+def check_program(code: str, output_file: str = "") -> str:
+    """The checker's reply in the other form: a Python program (k-of-N, the second derivation
+    before "verified")."""
+    return f"FILE: {output_file or 'none'}\nPYTHON:\n{code}"
+
+
+def reads(command: str) -> str:
+    """The second derivation of a `cat FILE` check: a program that prints the same file."""
+    name = command.removeprefix("cat ").strip()
+    return check_program(f"print(open({name!r}).read().strip())")
+
+
 # -- routing several subtasks of one task ------------------------------------------------------
 
 class SubtaskScript:

@@ -24,7 +24,7 @@ from protocol.envelope import Envelope
 from protocol.messages import (ConversationalReply, FinalResult, LossBreakdown, MemoryRecall,
                                SubTaskOutcome)
 from protocol.settings import load_settings
-from replies_effector import SubtaskScript, all_met, check, result, shell
+from replies_effector import SubtaskScript, all_met, check, check_program, reads, result, shell
 from replies_pipeline import INVALID_JSON, PROSE, accept, empty_plan, perception, plan, reject, subtask
 from scripted_llm import Delay, ScriptedLLM
 from services.cli import render
@@ -380,7 +380,8 @@ def test_cli_json_exit_codes_and_the_conversational_path(e2e):
     rid = new_rid("cli")
     intent = f"print the date {rid}"
     e2e.router.simple(intent, "2026-11-22", ["date printed"])
-    e2e.router.script.verifier(intent, check(e2e.router.data("2026-11-22")))
+    data = e2e.router.data("2026-11-22")
+    e2e.router.script.verifier(intent, check(data), reads(data))
     e2e.llm.add("perceiver", perception("print the date"), task=rid)
     e2e.llm.add("planner", plan(subtask(intent, ["date printed"])), task=rid)
     e2e.llm.add("metaval", accept("printed", merged_output="2026-11-22"), task=rid)
@@ -478,7 +479,9 @@ def test_law0_invented_value_is_corrected_then_verified(e2e):
     e2e.router.script.agentval(intent, all_met("summed", evidence="printed 1000000"),
                                all_met("summed", evidence="awk printed 42"))
     e2e.router.script.verifier(intent, check(f"cut -d, -f2 amounts-{rid}.csv | tail -n +2 | "
-                                             f"paste -sd+ | bc"))
+                                             f"paste -sd+ | bc"),
+                               check_program(f"import csv\nprint(sum(int(r['amount']) for r in "
+                                             f"csv.DictReader(open('amounts-{rid}.csv'))))"))
     e2e.llm.add("perceiver", perception("sum the amounts"), task=rid)
     e2e.llm.add("planner", plan(subtask(intent, ["summed"])), task=rid)
     final = run_task(e2e, rid, "sum the amounts")
@@ -526,7 +529,8 @@ def script_line_count(e2e, tag: str, count: str) -> str:
     intent = f"count the lines {rid}"
     e2e.router.script.executor(intent, shell("wc -l < notes.txt"), result(count))
     e2e.router.script.agentval(intent, all_met("counted", evidence=f"wc printed {count}"))
-    e2e.router.script.verifier(intent, check("grep -c . notes.txt"))
+    e2e.router.script.verifier(intent, check("grep -c . notes.txt"), check_program(
+        "print(sum(1 for line in open('notes.txt') if line.strip()))"))
     e2e.llm.add("perceiver", perception("count the lines of notes.txt"), task=rid)
     e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
     return rid
@@ -641,7 +645,8 @@ def test_tasks_ls_show_logs_follow_and_cancel(e2e):
     done = new_rid("tdone")
     intent = f"count the notes {done}"
     e2e.router.simple(intent, "41", ["counted"])
-    e2e.router.script.verifier(intent, check(e2e.router.data("41")))
+    data = e2e.router.data("41")
+    e2e.router.script.verifier(intent, check(data), reads(data))
     e2e.llm.add("perceiver", perception("count the notes"), task=done)
     e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=done)
     final = run_task(e2e, done, "count the notes")
