@@ -473,21 +473,23 @@ def test_resends_survive_senders_on_other_threads(bus_process, settings, bus_cli
     # a finalizer) lets another thread run there. Collect often, and yield in every collection.
     yield_in_gc = lambda phase, info: time.sleep(0)  # noqa: E731
     threshold = gc.get_threshold()
-    gc.callbacks.append(yield_in_gc)
-    gc.set_threshold(2)
     try:
-        workers = [threading.Thread(target=burst, args=(t,)) for t in range(threads)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join(60)
+        gc.callbacks.append(yield_in_gc)
+        gc.set_threshold(2)
+        try:
+            workers = [threading.Thread(target=burst, args=(t,)) for t in range(threads)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join(60)
+        finally:
+            gc.callbacks.remove(yield_in_gc)
+            gc.set_threshold(*threshold)
+        assert sender.stats()["unacked"] == per_thread * threads
+        bus_clients("auditor", lambda c: c.on("EffectorStarted", lambda env, msg: None, ack=True,
+                                              task="race"))
+        wait_until(lambda: len(acked) == per_thread * threads, 60,
+                   what=f"acks ({len(acked)} of {per_thread * threads}; stats {sender.stats()})")
+        assert all(acked) and not sender._stopped.is_set()
     finally:
-        gc.callbacks.remove(yield_in_gc)
-        gc.set_threshold(*threshold)
-    assert sender.stats()["unacked"] == per_thread * threads
-    bus_clients("auditor", lambda c: c.on("EffectorStarted", lambda env, msg: None, ack=True,
-                                          task="race"))
-    wait_until(lambda: len(acked) == per_thread * threads, 60,
-               what=f"acks ({len(acked)} of {per_thread * threads}; stats {sender.stats()})")
-    assert all(acked) and not sender._stopped.is_set()
-    sender.stop()
+        sender.stop()
