@@ -11,9 +11,7 @@ daemon; the GGUF in this process at temperature 0. Dev goals only.
 """
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -22,53 +20,39 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from executor_only import GOALS, InProcessModel  # noqa: E402
-from protocol.messages import SubTask  # noqa: E402
-from protocol.settings import Settings, load_settings  # noqa: E402
+from executor_only import judge, load, prepare  # noqa: E402
 from services.roles.programs import names_data_file  # noqa: E402
 from services.roles.verifier import Verifier  # noqa: E402
-from services.runtime.local_model import model_path  # noqa: E402
 from services.safety import evidence as ev  # noqa: E402
 
 
-def judge(goal_dir: Path, ws: Path, derived) -> str:
+def judge_derivation(goal_dir: Path, ws: Path, derived) -> str:
     """PASS/FAIL of the goal's checker on the derivation, or '-' when it gave nothing usable."""
     if not derived.available:
         return "-"
-    work = Path(tempfile.mkdtemp(prefix="artoo-chk-"))
-    copy = work / "ws"
-    shutil.copytree(ws, copy)
-    answer, status = derived.output.strip(), "verified"
-    if derived.output_file:
-        target = copy / derived.output_file
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(derived.output if derived.output.endswith("\n") or not derived.output
-                          else derived.output + "\n")
-        answer = f"wrote {derived.output_file}"
-    elif ev.is_absence(derived.output):
-        answer, status = "not possible: it does not exist", "not_possible"
-    out = work / "result.json"
-    out.write_text(json.dumps({"answer": answer, "status": status}))
-    check = subprocess.run([sys.executable, str(goal_dir / "check.py"), str(copy), str(out)],
-                           capture_output=True, text=True, timeout=60)
-    shutil.rmtree(work, ignore_errors=True)
-    return "PASS" if check.returncode == 0 else "FAIL"
+    with tempfile.TemporaryDirectory(prefix="artoo-chk-") as work:
+        copy = Path(work) / "ws"
+        shutil.copytree(ws, copy)
+        answer, status = derived.output.strip(), "verified"
+        if derived.output_file:
+            target = copy / derived.output_file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(derived.output if derived.output.endswith("\n") or
+                              not derived.output else derived.output + "\n")
+            answer = f"wrote {derived.output_file}"
+        elif ev.is_absence(derived.output):
+            answer, status = "not possible: it does not exist", "not_possible"
+        return "PASS" if judge(goal_dir, copy, answer, status).returncode == 0 else "FAIL"
 
 
 def run_goal(gid: str, llm) -> tuple[str, str, bool]:
-    goal_dir = GOALS / gid
-    goal = json.loads((goal_dir / "goal.json").read_text())["goal"]
-    root = Path(tempfile.mkdtemp(prefix="artoo-chk-"))
+    goal_dir, goal, root, settings, subtask = prepare(gid, "artoo-chk-")
     ws = root / "ws"
-    ws.mkdir()
-    subprocess.run(["bash", str(goal_dir / "setup.sh")], cwd=ws, check=True, timeout=60)
-    settings = Settings(home=root / "home", workspace=str(ws))
-    subtask = SubTask(subtask_id="st1", parent_task_id="chk-bench", intent=goal, goal=goal)
     verifier = Verifier(subtask, llm, settings, goal=goal)
     verifier.start()
     natural = bool(names_data_file(goal, str(ws)))
     first, second = verifier.derive_as(natural), verifier.derive_as(not natural)
-    a, b = judge(goal_dir, ws, first), judge(goal_dir, ws, second)
+    a, b = judge_derivation(goal_dir, ws, first), judge_derivation(goal_dir, ws, second)
     agree = first.available and second.available and ev.agree(
         first.output, second.output, goal=goal).agree
     verifier.close()
@@ -80,12 +64,9 @@ def run_goal(gid: str, llm) -> tuple[str, str, bool]:
 
 
 def main(argv: list[str]) -> int:
-    path = model_path(load_settings())
-    if path is None:
-        print("no local model: run `bash scripts/install-local-model` first", file=sys.stderr)
+    llm, ids = load(argv)
+    if llm is None:
         return 2
-    ids = argv or sorted(p.name for p in GOALS.iterdir() if (p / "goal.json").exists())
-    llm = InProcessModel(path)
     rows = [run_goal(gid, llm) for gid in ids]
     n = len(rows)
     print(f"first form right {sum(a == 'PASS' for a, _, _ in rows)}/{n}, other form right "
