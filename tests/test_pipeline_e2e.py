@@ -503,6 +503,27 @@ def test_law0_unchecked_result_is_reported_unverified(e2e):
     assert not final.verified and final.unverified and exit_code(final) == 3
 
 
+def test_law0_a_second_check_that_disagrees_leaves_the_result_unverified(e2e):
+    """k-of-N over the bus: the first check agrees, the second (a program) counts otherwise: done,
+    exit 3, the reason names the second check; no retry of an answer that may be right."""
+    rid = new_rid("k2")
+    intent = f"count the lines {rid}"
+    (e2e.settings.workspace / f"lines-{rid}.txt").write_text("a\nb\nc\n")
+    e2e.router.script.executor(intent, shell(f"wc -l < lines-{rid}.txt"), result("3"))
+    e2e.router.script.agentval(intent, all_met("counted", evidence="wc printed 3"))
+    e2e.router.script.verifier(intent, check(f"grep -c . lines-{rid}.txt"), check_program(
+        f"print(len(open('lines-{rid}.txt').read().split()) + 1)"))
+    e2e.llm.add("perceiver", perception("count the lines"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+    final = run_task(e2e, rid, "count the lines")
+    assert final.status == "unverified" and not final.verified and exit_code(final) == 3
+    assert final.answer == "3", final.summary
+    assert any("second independent check in another form" in u and "printed: 4" in u
+               for u in final.unverified), final.unverified
+    assert not [ev for ev in tasklog.read(e2e.settings.tasks_dir, rid)
+                if ev["kind"] == "correction"]
+
+
 def test_law0_impossible_goal_ends_not_possible_without_replanning(e2e):
     rid = new_rid("imp")
     intent = f"email of alice {rid}"
