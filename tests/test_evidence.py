@@ -35,6 +35,25 @@ def test_echoed_value_is_not_evidence():
     assert ev.unsupported_values("42", [("awk '{s+=$2} END {print s}' a.txt", "42")], "x") == []
 
 
+def test_program_spells_out_only_what_it_prints_as_a_literal():
+    from services.roles.programs import python_command
+    counted = python_command("import json\nwith open('orders.json') as f:\n    data = json.load(f)\n"
+                             "n = 0\nfor o in data['orders']:\n    if len(o['items']) > 2:\n"
+                             "        n += 1\nprint(n)")
+    # the threshold 2 is not what the program printed: a count of 2 was computed
+    assert ev.unsupported_values("2", [(counted, "2\n")], "How many orders?") == []
+    # printed literals, directly, in an f-string, or through a name bound once to a constant
+    for program in ("print(42)", "print(f'total: {42}')", "x = 42\nprint('total', x)",
+                    "import sys\nsys.stdout.write(str(40) + '42')"):
+        assert ev.unsupported_values("42", [(python_command(program), "total: 42")], "x") \
+            == ["42"], program
+    assert ev.unsupported_values("42", [(python_command("x = 40\nx += 2\nprint(x)"), "42")],
+                                 "x") == []
+    # a program that does not parse spells out every value in it (the old rule)
+    assert ev.unsupported_values("2", [("python3 -c 'print(2'", "2")], "x") == ["2"]
+    assert ev.printed_literals("x = 'Ann'\nprint(f'name: {x}', end='')") == ["name: ", "Ann", ""]
+
+
 def test_goal_words_are_exempt():
     assert ev.unsupported_values("report.txt has 7 lines", [("wc -l < report.txt", "7")],
                                  "How many lines does report.txt have?") == []

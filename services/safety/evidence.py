@@ -16,6 +16,7 @@ No I/O beyond reading (and copying) the workspace; no LLM, no bus.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -161,8 +162,15 @@ def answer_values(answer: str) -> list[str]:
 
 def strip_spelt_out(output: str, command: str) -> str:
     """A tool output without the values its own command spelt out: `echo 42` or a here-doc
-    proves nothing about 42. (A value that is also data stays provable through other calls.)"""
-    spelt = {t for t in tokens(command) if _is_value(t, set())}
+    proves nothing about 42. (A value that is also data stays provable through other calls.)
+    A Python program spells out only what it prints or writes as a literal (`printed_literals`):
+    the `2` of `len(items) > 2` is a threshold, and a count that happens to equal it was
+    computed, not copied (seen: a right count of 2 rejected as a value from nowhere)."""
+    program = python_program(command)
+    literals = printed_literals(program) if program is not None else None
+    text = command if literals is None else " ".join(literals)
+    names = set() if literals is None else {m.group(0).lower() for m in _CAPITALISED.finditer(text)}
+    spelt = {t for t in tokens(text) if _is_value(t, names)}
     if not spelt:
         return output
     kept = [t for t in tokens(output) if t not in spelt]
@@ -498,6 +506,57 @@ def python_program(command: str) -> str | None:
     except ValueError:
         return None
     return words[2] if len(words) >= 3 and words[1] == "-c" else None
+
+
+_WRITERS = frozenset({"print", "write", "writelines", "writerow", "writerows"})
+
+
+def printed_literals(program: str) -> Optional[list[str]]:
+    """The literals a program prints or writes as they are: constants among the arguments of
+    `print`/`write` (directly, in f-strings, concatenations, tuples and lists) and names bound
+    only ever to one constant (`x = 'Alice'` … `print(x)`). None if it does not parse (then the
+    whole program counts as spelt out)."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return None
+    constants: dict[str, Any] = {}
+    stores: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    constants[target.id] = node.value.value
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    # a name bound once, to a constant (`+=` stores it again: a counter is no constant)
+    fixed = {name: value for name, value in constants.items() if stores.get(name) == 1}
+    out: list[str] = []
+
+    def collect(node: ast.AST) -> None:
+        if isinstance(node, ast.Constant) and node.value is not None:
+            out.append(str(node.value))
+        elif isinstance(node, ast.Name) and node.id in fixed:
+            out.append(str(fixed[node.id]))
+        elif isinstance(node, ast.JoinedStr):
+            for part in node.values:
+                collect(part.value if isinstance(part, ast.FormattedValue) else part)
+        elif isinstance(node, ast.BinOp):
+            collect(node.left)
+            collect(node.right)
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            for elt in node.elts:
+                collect(elt)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else \
+                func.attr if isinstance(func, ast.Attribute) else ""
+            if name in _WRITERS:
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    collect(arg)
+    return out
 
 
 def _python_method(program: str) -> frozenset:
