@@ -136,6 +136,24 @@ def test_invented_value_is_caught(settings, ws):
     assert "no tool output" in j2.outcome.failure_reason
 
 
+def test_a_computed_value_equal_to_a_literal_of_the_program_is_not_invented(settings, ws):
+    """A program spells out only what it prints as a literal: the `2` of `f[2]` is an index,
+    and the count of 2 it printed was computed (it was rejected as a value from nowhere, and
+    the right answer lost). `print(2)` still proves nothing."""
+    goal = "How many Norwegian cities are listed in cities.csv?"
+    count = ("python3 -c 'n = 0\nfor line in open(\"cities.csv\").readlines()[1:]:\n"
+             "    f = line.strip().split(\",\")\n    if f[2] == \"Norway\":\n        n += 1\n"
+             "print(n)'")
+    check = {"output_file": "", "command": "awk -F, '$3==\"Norway\"' cities.csv | wc -l"}
+    av = validator(settings, goal, check, check)
+    j = av.judge(result([run(settings, count)], "2"))
+    assert j.kind == "matched", (j.kind, j.correction)
+    assert not any("no tool output" in c for c in j.outcome.checks + j.outcome.unverified)
+    av = validator(settings, goal, check)
+    j = av.judge(result([run(settings, "python3 -c 'print(2)'")], "2"))
+    assert j.kind == "retry" and "no tool output" in j.correction.what_was_wrong
+
+
 def test_missing_file_is_caught(settings, ws):
     goal = "Copy every ERROR line of app.log into errors.txt"
     av = validator(settings, goal, {"output_file": "errors.txt",
