@@ -16,6 +16,7 @@ from protocol.envelope import owner
 from protocol.messages import (CriterionVerdict, LlmUsage, OutcomeSummary, PlanningFailed,
                                ReplanRequest, RunOptions, SubTaskOutcome, TaskCancel, TaskSpec,
                                ToolCallRecord)
+from services.roles import ggs
 from services.runtime import tasklog
 
 WAIT = 20.0
@@ -51,10 +52,11 @@ class Harness:
         self.observer = bus_clients("auditor", setup=lambda c: c.on("*", observe))
 
     # -- processes ---------------------------------------------------------------------------
-    def start_ggs(self, instance: int = 0, instances: int = 1):
+    def start_ggs(self, instance: int = 0, instances: int = 1, env: dict | None = None):
         proc = start_process(["-m", "services.roles.ggs"],
                              {"ARTOO_INSTANCE": str(instance), "ARTOO_INSTANCES": str(instances),
-                              "ARTOO_GGS_WATCHDOG_INTERVAL_S": "0.1"}, f"ggs{instance}")
+                              "ARTOO_GGS_WATCHDOG_INTERVAL_S": "0.1", **(env or {})},
+                             f"ggs{instance}")
         self.procs.append(proc)
         self.heartbeat_from(proc.pid)
         return proc
@@ -442,3 +444,26 @@ def test_a_spent_llm_call_budget_ends_the_task_instead_of_a_replan(harness):
     decisions = [e for e in tasklog.read(h.settings.tasks_dir, spent)
                  if e.get("kind") == "ggs_decision"]
     assert decisions[-1]["reason"] == "llm_budget"
+
+
+def test_the_default_llm_call_budget_is_the_bundled_models_own_when_the_executor_runs_on_it(
+        harness):
+    """No --max-llm-calls: the budget is ARTOO_LOCAL_TASK_LLM_CALLS when the executor tier has no
+    endpoint of its own (the bundled model), ARTOO_TASK_LLM_CALLS otherwise."""
+    assert ggs.budget_field({}) == "local_task_llm_calls"
+    assert ggs.budget_field({"TOOL_BASE_URL": "http://x/v1"}) == "task_llm_calls"
+    assert ggs.budget_field({"OPENAI_BASE_URL": "http://x/v1"}) == "task_llm_calls"
+    h = harness
+    h.start_ggs(env={"ARTOO_LOCAL_TASK_LLM_CALLS": "2", "ARTOO_TASK_LLM_CALLS": "50"})
+    task = new_task("local")
+    now = time.time()
+    h.send_acked(h.perceiver, TaskSpec(task_id=task, intent_slug="count-files",
+                                       intent="count files", raw_input="count the files",
+                                       created_at=now, deadline_at=now + 120))
+    for _ in range(2):
+        h.metaval.publish(LlmUsage(task_id=task, role="executor", tier="TOOL"))
+    h.replan(task, [env_failure(task, "count", "ls data")])
+    final = h.next_of("FinalResult", task, 1)
+    assert final.directive == "abandon" and final.status == "abandoned"
+    assert "LLM call budget is spent (2 of 2 calls" in final.summary
+    assert "ARTOO_LOCAL_TASK_LLM_CALLS" in final.summary

@@ -379,7 +379,7 @@ def _use_workspace(session: "RunSession", workspace: str | None, err: Console) -
 @click.option("--network", is_flag=True, help=NETWORK_HELP)
 @click.option("--max-llm-calls", type=click.IntRange(min=0), default=None, metavar="N",
               help="no replanning once the task has made N LLM calls (0 = no budget; default "
-                   "ARTOO_TASK_LLM_CALLS)")
+                   "ARTOO_TASK_LLM_CALLS, or ARTOO_LOCAL_TASK_LLM_CALLS on the bundled model)")
 @click.option("--run-id", default=None, hidden=True, help="use this run id (automation)")
 def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
         workspace: str | None, network: bool, max_llm_calls: int | None,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from collections import OrderedDict
@@ -35,9 +36,9 @@ from protocol.bus import DEFER, BusClient
 from protocol.messages import (MESSAGE_TYPES, FinalResult, LlmUsage, LossBreakdown, MemoryWrite,
                                Megram, OutcomeSummary, PlanDirective, PlanningFailed, ReplanRequest,
                                SubTaskOutcome, TaskCancel, TaskSpec)
-from protocol.settings import Settings, load_settings
+from protocol.settings import Settings, env_name, load_settings
 
-from services.runtime import tasklog
+from services.runtime import local_model, tasklog
 from . import loss
 from services.runtime.takeover import Takeover
 from .ggs_takeover import Takeovers
@@ -50,6 +51,12 @@ ROLE = "ggs"
 HANDLED_IDS_KEPT = 32          # message ids remembered per task (re-delivery after a restart)
 SUGGESTION = "Consider breaking the task into smaller steps or retrying with more specific instructions."
 
+
+
+def budget_field(env) -> str:
+    """The setting that holds a task's default LLM call budget: the bundled model's own when the
+    executor tier runs on it (no TOOL_BASE_URL / OPENAI_BASE_URL)."""
+    return "local_task_llm_calls" if local_model.tier_uses_local("TOOL", env) else "task_llm_calls"
 
 class TaskState(BaseModel):
     """Everything GGS knows about a live task; persisted on every change, deleted when it ends."""
@@ -258,9 +265,20 @@ class Solver(Takeovers):
         st.created_at = msg.created_at or st.first_seen
         st.deadline_at = msg.deadline_at or (st.created_at + self.settings.task_deadline_s)
         budget = msg.options.max_llm_calls
-        st.llm_budget = max(0, self.settings.task_llm_calls if budget is None else budget)
+        st.llm_budget = max(0, self.default_llm_budget() if budget is None else budget)
         self.persist(st)
         self.log(msg.task_id, "ggs_armed", deadline_at=st.deadline_at, intent_slug=st.intent_slug)
+
+    def default_llm_budget(self) -> int:
+        """The task's LLM call budget when the run names none. On the bundled 1.5B model a task is
+        one subtask, and a round after a first round of 4+ calls did not turn a failure into a
+        pass in the benchmark's dev half (it cost 20-50 s per such goal); a remote model with
+        multi-subtask plans spends more calls per round and gets more from a replan."""
+        return getattr(self.settings, budget_field(os.environ))
+
+    @staticmethod
+    def budget_setting() -> str:
+        return env_name(budget_field(os.environ))
 
     def score_round(self, env, msg: ReplanRequest | OutcomeSummary):
         """The common start of a round: (task state, loss step) or None when the message is late,
@@ -502,7 +520,7 @@ class Solver(Takeovers):
             "replan_budget": f"the replan budget is spent ({res.replans} of "
                              f"{p.max_replans} replan requests)",
             "llm_budget": f"the LLM call budget is spent ({self.calls_spent(st)} calls; "
-                          f"raise it with --max-llm-calls or ARTOO_TASK_LLM_CALLS)",
+                          f"raise it with --max-llm-calls or {self.budget_setting()})",
         }.get(res.reason, res.reason)
         text = f"Task abandoned: {why}. {self.progress(st)}"
         if gap:
