@@ -16,7 +16,6 @@ No I/O beyond reading (and copying) the workspace; no LLM, no bus.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
@@ -25,6 +24,8 @@ import shlex
 import shutil
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
+
+from services.safety.pyprograms import printed_literals, python_program  # noqa: F401
 
 # Words that carry no value of their own in an answer ("there are 42 files in src").
 STOPWORDS = frozenset("""
@@ -490,73 +491,10 @@ def method(command: str, names: Iterable[str] = ()) -> frozenset:
     return frozenset(stages)
 
 
-_PY_C = re.compile(r"^\s*python[0-9.]*\s+-c\s", re.S)
 # `'ERROR' in line`, `"x" in l.split()`, `re.search('ERROR', line)`: a word looked for anywhere in
 # the line (or among its words), whatever field it is in
 _PY_LINE_TEST = re.compile(r"""(['"])([^'"\n]+)\1\s+in\s+[A-Za-z_][\w.]*(?:\(\))?"""
                            r"""|re\.(?:search|findall|match)\(\s*r?(['"])([^'"\n]+)\3""")
-
-
-def python_program(command: str) -> str | None:
-    """The program of a `python3 -c PROGRAM` command (the executor's PYTHON: form), else None."""
-    if not _PY_C.match(command or ""):
-        return None
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    return words[2] if len(words) >= 3 and words[1] == "-c" else None
-
-
-_WRITERS = frozenset({"print", "write", "writelines", "writerow", "writerows"})
-
-
-def printed_literals(program: str) -> Optional[list[str]]:
-    """The literals a program prints or writes as they are: constants among the arguments of
-    `print`/`write` (directly, in f-strings, concatenations, tuples and lists) and names bound
-    only ever to one constant (`x = 'Alice'` … `print(x)`). None if it does not parse (then the
-    whole program counts as spelt out)."""
-    try:
-        tree = ast.parse(program)
-    except (SyntaxError, ValueError):
-        return None
-    constants: dict[str, Any] = {}
-    stores: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    constants[target.id] = node.value.value
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            stores[node.id] = stores.get(node.id, 0) + 1
-    # a name bound once, to a constant (`+=` stores it again: a counter is no constant)
-    fixed = {name: value for name, value in constants.items() if stores.get(name) == 1}
-    out: list[str] = []
-
-    def collect(node: ast.AST) -> None:
-        if isinstance(node, ast.Constant) and node.value is not None:
-            out.append(str(node.value))
-        elif isinstance(node, ast.Name) and node.id in fixed:
-            out.append(str(fixed[node.id]))
-        elif isinstance(node, ast.JoinedStr):
-            for part in node.values:
-                collect(part.value if isinstance(part, ast.FormattedValue) else part)
-        elif isinstance(node, ast.BinOp):
-            collect(node.left)
-            collect(node.right)
-        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            for elt in node.elts:
-                collect(elt)
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else \
-                func.attr if isinstance(func, ast.Attribute) else ""
-            if name in _WRITERS:
-                for arg in [*node.args, *(k.value for k in node.keywords)]:
-                    collect(arg)
-    return out
 
 
 def _python_method(program: str) -> frozenset:
