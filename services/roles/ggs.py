@@ -52,11 +52,11 @@ HANDLED_IDS_KEPT = 32          # message ids remembered per task (re-delivery af
 SUGGESTION = "Consider breaking the task into smaller steps or retrying with more specific instructions."
 
 
-
 def budget_field(env) -> str:
     """The setting that holds a task's default LLM call budget: the bundled model's own when the
     executor tier runs on it (no TOOL_BASE_URL / OPENAI_BASE_URL)."""
     return "local_task_llm_calls" if local_model.tier_uses_local("TOOL", env) else "task_llm_calls"
+
 
 class TaskState(BaseModel):
     """Everything GGS knows about a live task; persisted on every change, deleted when it ends."""
