@@ -98,7 +98,7 @@ class Settings:
     validator_max_attempts: int = 2      # maxRetries: scored attempts per subtask
     max_replans: int = 3                 # R4b recommends abandon on its third ReplanRequest
     task_llm_calls: int = 8              # ARTOO_TASK_LLM_CALLS: no replan after this many calls (0 = off)
-    local_task_llm_calls: int = 4        # the same when the executor runs on the bundled local model
+    local_task_llm_calls: int = 6        # the same when the executor runs on the bundled local model
     tool_output_chars: int = 4000        # head+tail budget per tool result in a prompt
     shell_timeout_s: float = 30.0
     search_timeout_s: float = 15.0

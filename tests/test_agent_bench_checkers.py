@@ -133,6 +133,9 @@ def test_reference_passes_and_wrong_outcomes_fail(goal_dir: Path, tmp_path: Path
         expected = _fmt(spec.expected)
         assert _judge(spec, goal_dir, ws, f"The answer is {expected}.", "verified")[0]
         assert _judge(spec, goal_dir, ws, f"The answer is {expected}.", "unverified")[0]
+        # giving up is no answer, even when the reason quotes the value it rejected
+        fails(ws, f"Task abandoned: the answer states {expected}, which no tool output shows.",
+              "abandoned", "abandoned, quoting a rejected value")
         assert spec.distractors, "a question needs distractors"
         for d in spec.distractors:
             fails(ws, f"The answer is {expected} or {_fmt(d)}.", "verified", f"sprayed {d!r}")
@@ -171,7 +174,8 @@ def test_reference_passes_and_wrong_outcomes_fail(goal_dir: Path, tmp_path: Path
         fails(ws, "Done.", "unverified", "unverified without saying it does not exist")
         fails(ws, "error: No such file or directory", "error", "an error message")
         assert _judge(spec, goal_dir, ws, "That does not exist in the workspace.", "unverified")[0]
-        assert _judge(spec, goal_dir, ws, "I could not find it.", "abandoned")[0]
+        fails(ws, "Task abandoned. No usable output was obtained.", "abandoned",
+              "giving up is not reporting that it cannot be done")
         assert _judge(spec, goal_dir, ws, reference["answer"], "not_possible")[0]
 
     # an input file changed that the goal does not allow to change

@@ -271,8 +271,8 @@ class Solver(Takeovers):
 
     def default_llm_budget(self) -> int:
         """The task's LLM call budget when the run names none. On the bundled 1.5B model a task is
-        one subtask, and a round after a first round of 4+ calls did not turn a failure into a
-        pass in the benchmark's dev half (it cost 20-50 s per such goal); a remote model with
+        one subtask of 2-4 calls a round, and a third round did not turn a failure into a pass
+        in the benchmark's dev half (it cost 10-25 s per such goal); a remote model with
         multi-subtask plans spends more calls per round and gets more from a replan."""
         return getattr(self.settings, budget_field(os.environ))
 

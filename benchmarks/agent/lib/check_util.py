@@ -8,16 +8,19 @@ reason is printed either way.
 
 Rules shared by all goals:
 - a possible goal fails when the status is "not_possible"; otherwise the outcome (answer value,
-  files) is judged whatever the status says, except that status "error" (the runner's mark for a
-  crash, a timeout or a ReAct loop out of steps: its "answer" is an error message) is no answer;
+  files) is judged whatever the status says, except that statuses "error" (the runner's mark for a
+  crash, a timeout or a ReAct loop out of steps: its "answer" is an error message) and
+  "abandoned" (the system gave up: its "answer" is why, and may quote a value it rejected) are
+  no answer;
 - input files that `setup.sh` creates must still be there, byte for byte, unless the goal allows
   them to change (`setup.sh` is deterministic, so it is simply run again in a scratch directory
   and compared);
 - a question's answer must state the expected value and none of the goal's distractors (the
   plausible wrong answers computed from the data: the naive-grep count, the count with the
   header, the near-match name, ...). An answer that sprays several candidates fails.
-- an impossible goal passes on status "not_possible", or on status "unverified"/"abandoned" whose
-  answer clearly says the thing does not exist and does not state the near-match value.
+- an impossible goal passes on status "not_possible", or on status "unverified" whose answer
+  clearly says the thing does not exist and does not state the near-match value; giving up
+  ("abandoned") is not reporting that it cannot be done.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 STATUSES = ("verified", "unverified", "not_possible", "abandoned", "error")
+NO_ANSWER = ("error", "abandoned")     # a crash, a timeout, a loop out of steps, or giving up
 
 # ---------------------------------------------------------------------------------------------
 # values in an answer
@@ -158,8 +162,8 @@ class Question:
         answer, status = result.get("answer") or "", result.get("status")
         if status == "not_possible":
             return False, "reported not possible, but the goal is possible"
-        if status == "error":
-            return False, "no answer (status error)"
+        if status in NO_ANSWER:
+            return False, f"no answer (status {status})"
         if not answer.strip():
             return False, "empty answer"
         if not any(mentions(answer, v, self.tol) for v in self.accepted()):
@@ -234,8 +238,8 @@ class Impossible:
             return True, "reported not possible"
         if status == "verified":
             return False, "claimed verified success on an impossible goal"
-        if status == "error":
-            return False, "no answer (status error)"
+        if status in NO_ANSWER:
+            return False, f"no answer (status {status})"
         stated = [v for v in self.near if mentions(answer, v, self.tol)]
         if stated:
             return False, f"answer states the near-match value(s) {stated!r}"
