@@ -25,7 +25,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from services.safety.pyprograms import printed_literals, python_program  # noqa: F401
+from services.safety.pyprograms import printed_literals, python_program
 
 # Words that carry no value of their own in an answer ("there are 42 files in src").
 STOPWORDS = frozenset("""

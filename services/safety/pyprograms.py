@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+from collections import Counter
 from typing import Any, Optional
 
 _PY_C = re.compile(r"^\s*python[0-9.]*\s+-c\s", re.S)
@@ -35,16 +36,16 @@ def printed_literals(program: str) -> Optional[list[str]]:
     except (SyntaxError, ValueError):
         return None
     constants: dict[str, Any] = {}
-    stores: dict[str, int] = {}
+    stores: Counter = Counter()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     constants[target.id] = node.value.value
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            stores[node.id] = stores.get(node.id, 0) + 1
+            stores[node.id] += 1
     # a name bound once, to a constant (`+=` stores it again: a counter is no constant)
-    fixed = {name: value for name, value in constants.items() if stores.get(name) == 1}
+    fixed = {name: value for name, value in constants.items() if stores[name] == 1}
     out: list[str] = []
 
     def collect(node: ast.AST) -> None:
