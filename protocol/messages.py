@@ -220,6 +220,18 @@ class TaskConstraints(Body):
     other: list[str] = Field(default_factory=list)
 
 
+class Referent(Body):
+    """Something the goal names (a file, folder, extension, field or value), resolved against the
+    workspace by code before any model call (services/safety/referents.py)."""
+    text: str
+    kind: Literal["file", "folder", "extension", "field", "value"]
+    role: Literal["read", "create", "either"] = "read"
+    status: Literal["found", "missing", "outside"] = "found"
+    where: list[str] = Field(default_factory=list)
+    near: list[str] = Field(default_factory=list)
+    labelled: bool = True
+
+
 class TaskSpec(Body):
     task_id: str                          # run id: unique per run
     intent_slug: str                      # stable across reruns of the same intent: the memory tag
@@ -230,6 +242,7 @@ class TaskSpec(Body):
     created_at: float = 0.0
     deadline_at: float = 0.0              # absolute epoch seconds; FinalResult by then at the latest
     options: RunOptions = Field(default_factory=RunOptions)
+    referents: list[Referent] = Field(default_factory=list)   # resolved before any model call
 
 
 # ----------------------------------------------------------------------------------------------
@@ -266,6 +279,7 @@ class SubTask(Body):
     # calls that earlier, rejected rounds of this task already ran: the executor does not run them
     # again (a model at temperature 0 given nearly the same prompt repeats its first command)
     tried_calls: list[ToolCallRecord] = Field(default_factory=list)
+    referents: list[Referent] = Field(default_factory=list)   # the task's, resolved in code
 
 
 class DispatchManifest(Body):

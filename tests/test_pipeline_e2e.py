@@ -581,6 +581,19 @@ def test_run_in_its_own_workspace_and_unsafe_ones_refused(e2e, tmp_path):
         assert proc.returncode == 2 and "--workspace refused as the workspace" in proc.stderr, \
             (bad, proc.stderr)
 
+    # without --workspace, the client's own ARTOO_WORKSPACE wins over the daemon's (and the cwd)
+    client_ws = tmp_path / "client-ws"
+    client_ws.mkdir()
+    (client_ws / "notes.txt").write_text("a\nb\nc\nd\n")
+    assert env["ARTOO_WORKSPACE"] != str(client_ws)   # the daemon was started with another one
+    rid = script_line_count(e2e, "envws", "4")
+    proc = subprocess.run([sys.executable, "-m", "services.cli", "run", "--json", "--run-id", rid,
+                           "count the lines of notes.txt"], env={**env, "ARTOO_WORKSPACE":
+                          str(client_ws)}, cwd=own, capture_output=True, text=True, timeout=120)
+    final = json.loads(proc.stdout)
+    assert proc.returncode == 0 and final["answer"] == "4", proc.stdout + proc.stderr
+    assert final["workspace"] == str(client_ws.resolve())
+
     # without --workspace (and no ARTOO_WORKSPACE) the run works in the current directory
     env = {k: v for k, v in env.items() if k != "ARTOO_WORKSPACE"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))

@@ -354,14 +354,18 @@ WORKSPACE_HELP = "the runs' workspace (default: ARTOO_WORKSPACE if set, else the
 
 
 def _use_workspace(session: "RunSession", workspace: str | None, err: Console) -> None:
-    """Point the session's runs at `workspace`, else at the current directory (like Codex CLI or
-    aider: work where the user is) unless ARTOO_WORKSPACE names one; unsafe places end the command
-    with exit 2 before anything is submitted."""
-    where = "--workspace" if workspace is not None else "the current directory"
-    if workspace is None and not os.environ.get("ARTOO_WORKSPACE"):
-        workspace = os.getcwd()
-    if workspace is None:
-        return
+    """Point the session's runs at the user's workspace: `--workspace`, else the client's own
+    ARTOO_WORKSPACE, else the current directory (like Codex CLI or aider: work where the user is).
+    The result always travels with the request, so the daemon's own ARTOO_WORKSPACE never decides
+    where a user's files land; unsafe places end the command with exit 2 before anything is
+    submitted."""
+    env_ws = os.environ.get("ARTOO_WORKSPACE")
+    if workspace is not None:
+        where = "--workspace"
+    elif env_ws:
+        where, workspace = "ARTOO_WORKSPACE", env_ws
+    else:
+        where, workspace = "the current directory", os.getcwd()
     problem = workspace_problem(workspace, session.settings)
     if problem:
         session.close()

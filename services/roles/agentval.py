@@ -40,6 +40,7 @@ from services.safety.law1 import LAW1
 from services.runtime.llm import LLMError
 from services.safety.tools import head_tail
 from services.safety import evidence as values
+from services.safety import referents
 from .verifier import Law0Report, Verifier, answer_text
 
 log = logging.getLogger("artoo.agentval")
@@ -406,6 +407,22 @@ class AgentValidator:
                        verified=outcome.verified, not_possible=outcome.not_possible,
                        checks=outcome.checks, unverified=outcome.unverified)
         return Judgement(status, outcome=outcome)
+
+    def absent_outcome(self, missing: list) -> SubTaskOutcome:
+        """The outcome of a goal that reads what the workspace lacks (referents resolved in code,
+        before any model call): not_possible, with what is missing and the near matches the
+        workspace offers. Code checked it, so it is verified without a model."""
+        report = referents.absence_report(missing)
+        checks = [f"referent {r.describe()}" for r in missing]
+        self.law0 = Law0Report("not_possible", f"not found: {report}", checks,
+                               answer=f"Not possible: {report}")
+        self.last_output = f"Not possible: {report}"
+        self.attempt_verdicts.append([CriterionVerdict(
+            criterion=c.text, mode=c.mode, verdict="fail", failure_class="logical",
+            evidence=f"not found: {report}"[:500], checked=True) for c in self.criteria])
+        tasklog.append(self.settings.tasks_dir, self.task_id, "referents_missing",
+                       subtask_id=self.subtask.subtask_id, missing=[r.as_dict() for r in missing])
+        return self._final("failed", f"not possible: {report}").outcome
 
     def deadline_outcome(self, records: list[ToolCallRecord], reason: str) -> SubTaskOutcome:
         """A failed outcome when the subtask runs out of time mid-attempt (with what ran)."""

@@ -259,7 +259,8 @@ class Dispatcher:
                 context=context, sequence=planned.sequence or 1, plan_round=round_,
                 blocked_tools=blocked_tools, blocked_targets=blocked_targets,
                 deadline_at=spec.deadline_at, options=spec.options,
-                goal=spec.raw_input if len(reply.subtasks) == 1 else "", tried_calls=tried)
+                goal=spec.raw_input if len(reply.subtasks) == 1 else "", tried_calls=tried,
+                referents=spec.referents)
         plan = TaskPlan(spec=spec, round=round_,
                         task_criteria=[Criterion(text=c.text.strip(), mode=c.mode)
                                        for c in reply.task_criteria if c.text.strip()],

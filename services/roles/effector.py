@@ -32,7 +32,7 @@ from protocol.messages import (CorrectionSignal, CriterionVerdict, ExecutionResu
 from protocol.settings import Settings, load_settings, workspace_problem
 
 from services.runtime import tasklog
-from services.safety import law1
+from services.safety import law1, referents
 from .agentval import AgentValidator, Judgement
 from .executor import Executor
 from services.runtime.llm import LLMClient, LLMError
@@ -169,8 +169,27 @@ class Effector:
             os._exit(EXIT_DEADLINE)
 
     # -- main loop ----------------------------------------------------------------------------
+    def missing_referents(self) -> list:
+        """The referents the goal reads and the workspace lacks (resolved by the perceiver, and
+        still missing now: an earlier subtask may have made one)."""
+        st = self.subtask
+        goal = st.goal or st.intent
+        missing = referents.decisive(goal, referents.coerce(st.referents))
+        if not missing:
+            return []
+        now = {(r.kind, r.text) for r in referents.resolve(
+            goal, str(self.settings.workspace), referents.coerce(missing)) if r.status == "missing"}
+        return [r for r in missing if (r.kind, r.text) in now]
+
     def run(self) -> int:
         self.arm_deadline()
+        missing = self.missing_referents()
+        if missing:                        # not_possible in code: no model call at all
+            self.deliver(self.validator.absent_outcome(missing))
+            delivered = self.acked.wait(self.settings.effector_ack_wait_s)
+            if self._timer:
+                self._timer.cancel()
+            return EXIT_DELIVERED if delivered and self.ack_ok else EXIT_UNACKED
         if self.validator.verifier is not None:
             self.validator.verifier.start(self.executor.journal)  # before the first tool call
         attempt, correction = 1, None

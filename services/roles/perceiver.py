@@ -30,10 +30,11 @@ from pydantic import BaseModel, Field
 from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (ClarificationReply, ClarificationRequest, ConversationalReply,
-                               TaskConstraints, TaskSpec, UserRequest)
+                               Referent, TaskConstraints, TaskSpec, UserRequest)
 from protocol.settings import Settings
 
 from services.runtime import tasklog
+from services.safety import referents
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
 from services.runtime.takeover import Begun, Takeover
@@ -336,12 +337,17 @@ class Perceiver:
 
     def _perceive(self, state: dict) -> None:
         req = UserRequest.model_validate(state["request"])
+        if "referents" not in state:     # resolved in code once, before any model call
+            ws = req.options.workspace or str(self.settings.workspace)
+            state["referents"] = [r.as_dict() for r in referents.resolve(req.text, ws)]
         task = req.task_id
         max_rounds = self.settings.clarification_rounds
         may_ask = req.options.interactive and state["round"] < max_rounds
         final = not may_ask
         error = ""
-        if getattr(self.llm, "local", False) and not req.history and not may_ask:
+        missing = referents.decisive(req.text, referents.coerce(state["referents"]))
+        if missing or (getattr(self.llm, "local", False) and not req.history and not may_ask):
+            # A goal that reads what the workspace lacks ends not_possible in code: no model.
             # The bundled model's paraphrase lost the goal's conditions ("the Norwegian cities"
             # became "the cities") and cost ~17 s: the user's own words are the spec.
             got = Perception()
@@ -365,6 +371,7 @@ class Perceiver:
                                                   round=state["round"]))
             return
         spec = self._spec(req, state, got, error)
+        spec.referents = state_referents(state)
         with self.lock:
             self.pending.pop(task, None)
             self.done[task] = time.time()
@@ -393,6 +400,10 @@ class Perceiver:
                                         other=[c for c in got.constraints if c.strip()]),
             raw_input=raw, created_at=state["created_at"], deadline_at=state["deadline_at"],
             options=req.options)
+
+
+def state_referents(state: dict) -> list[Referent]:
+    return [Referent.model_validate(d) for d in state.get("referents") or []]
 
 
 def setup(client: BusClient, settings: Settings) -> Perceiver:

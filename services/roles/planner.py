@@ -25,6 +25,7 @@ from protocol.messages import (FinalResult, MemoryRecall, PlanDirective, Plannin
 from protocol.settings import Settings
 
 from services.runtime import tasklog
+from services.safety import referents
 from .calibration import build_constraints, calibrate
 from .dispatcher import Dispatcher, TaskPlan
 from services.runtime.llm import LLMClient, LLMError
@@ -345,8 +346,10 @@ class Planner:
         tools = list(dict.fromkeys(directive.blocked_tools)) if directive else []
         targets = list(dict.fromkeys(directive.blocked_targets)) if directive else []
         last_round = previous.describe_outcomes() if previous else ""
-        if getattr(self.llm, "local", False):
-            # The bundled model's executor has three tools and shell is the one that works: a
+        missing = referents.decisive(spec.raw_input, referents.coerce(spec.referents))
+        if getattr(self.llm, "local", False) or missing:
+            # A goal that reads what the workspace lacks needs no plan: its one subtask ends
+            # not_possible in code, before any model call. The bundled model's executor has three tools and shell is the one that works: a
             # logical failure blocks the approach (the context says what failed), not the tool.
             tools = []
             plan, error = self._local_plan(spec, directive, tools, targets)

@@ -46,7 +46,7 @@ from services.roles.derivation import SYSTEM, SYSTEM_PYTHON, parse_derivation
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import datafiles, evidence as ev, sandbox
+from services.safety import datafiles, evidence as ev, referents, sandbox
 from services.safety.law1 import READ_ONLY, classify
 from services.safety.tools import Toolbox, ToolOutput, head_tail
 
@@ -283,10 +283,13 @@ class Verifier:
             commands = [r.target for r in records] + [self.derived.command if self.derived
                                                       else ""]
             near = ev.near_matches(self.goal, self.before_dir or self.workspace, commands)
-            if near:
+            misread = referents.misread(referents.coerce(self.subtask.referents), commands)
+            if near or misread:
                 report.kind = "unverified"
-                report.unverified.append("the goal names " + ", ".join(
-                    f"{t!r}, which no file has (the work used {w!r})" for t, w in near[:3]))
+                if near:
+                    report.unverified.append("the goal names " + ", ".join(
+                        f"{t!r}, which no file has (the work used {w!r})" for t, w in near[:3]))
+                report.unverified += misread
             else:
                 self._confirm(report, records, file)
         changes = self.changes

@@ -1,0 +1,107 @@
+"""Referents resolved in code (services/safety/referents.py): extraction, roles, resolution
+against a real workspace, what makes a goal not_possible, and work that read another referent
+than the one named."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.safety import referents as R
+
+
+def ws(tmp_path: Path, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return str(tmp_path)
+
+
+def by_text(refs):
+    return {r.text: r for r in refs}
+
+
+def test_extraction_kinds_and_roles():
+    refs = by_text(R.extract("Copy every line of server.log whose level is WARNING into a new "
+                             "file called warnings.txt, and move the .csv files in inbox/ into "
+                             "a folder called archive/. Keep the \"price\" column."))
+    assert refs["server.log"].kind == "file" and refs["server.log"].role == "read"
+    assert refs["warnings.txt"].role == "create"
+    assert refs["inbox"].kind == "folder" and refs["inbox"].role == "read"
+    assert refs["archive"].kind == "folder" and refs["archive"].role == "create"
+    assert refs[".csv"].kind == "extension"
+    assert refs["price"].kind in ("value", "field")
+    q = by_text(R.extract("What value is db_port set to in settings.env? How many settings?"))
+    assert q["db_port"].kind == "field" and q["settings.env"].role == "read"
+    assert "many" not in q                       # a quantifier is no name
+    assert not R.extract("What is 2.5 times 4, e.g. roughly?")
+
+
+@pytest.mark.parametrize("goal, files, kind, near", [
+    ("How many lines are in report_2023.txt?",
+     {"report_2022.txt": "a\n", "reports/summary.txt": "b\n"}, "file", "report_2022.txt"),
+    ("Which file in the archive/ folder is the largest?",
+     {"archives/a.txt": "aaa", "other/b.txt": "b"}, "folder", "archives"),
+    ("What is the average of the rating column in items.csv?",
+     {"items.csv": "name,ratings_count\nx,1\n"}, "field", "ratings_count"),
+    ("What is the email address of the user alice in accounts.csv?",
+     {"accounts.csv": "username,email\nalicia,a@x.org\nbob,b@x.org\n"}, "value", "alicia"),
+    ("How many .yml files are there?", {"a.yaml": "k: 1\n", "b.yaml": "k: 2\n"},
+     "extension", ".yaml"),
+    ("What does the key db_port say in settings.env?",
+     {"settings.env": "DB_HOST=x\nAPP_PORT=80\n"}, "field", "APP_PORT"),
+])
+def test_each_kind_missing_with_a_near_match_is_decisive(tmp_path, goal, files, kind, near):
+    refs = R.resolve(goal, ws(tmp_path, files))
+    missing = R.decisive(goal, refs)
+    assert [r.kind for r in missing] == [kind], [r.describe() for r in refs]
+    assert near in missing[0].near
+    assert near in R.absence_report(missing)
+
+
+@pytest.mark.parametrize("goal, files", [
+    ("How many lines are in report_2023.txt?", {"data/report_2023.txt": "a\n"}),  # elsewhere
+    ("Count the lines mentioning \"timeout\" in app.log", {"app.log": "ok\n"}),    # a count: 0
+    ("Write the squares of 1..12 to squares.txt", {"notes.txt": "x"}),            # created
+    ("Save the hottest city's name in hottest.txt", {"weather.csv": "city,t\na,1\n"}),
+    ("How many settings does app.conf define?", {"app.conf": "a=1\n# c\nb=2\n"}),
+    ("Which customer spent the most, according to payments.csv?",
+     {"payments.csv": "customer_name,amount\nann,5\n"}),                          # unlabelled
+    ("Move every .csv file in inbox/ into archive/", {"inbox/a.txt": "x"}),        # nothing to do
+    ("What is the total of the Amount column in SALES.csv?",
+     {"SALES.csv": "id,amount\n1,2\n"}),                                          # case aside
+])
+def test_no_false_impossibility(tmp_path, goal, files):
+    refs = R.resolve(goal, ws(tmp_path, files))
+    assert R.decisive(goal, refs) == [], [r.describe() for r in refs]
+
+
+def test_absolute_paths_resolve_inside_the_workspace_only(tmp_path):
+    root = ws(tmp_path, {"data/q1.csv": "a,b\n1,2\n"})
+    refs = by_text(R.resolve(f"Sum column b of {root}/data/q1.csv and of /etc/hosts", root))
+    assert refs[f"{root}/data/q1.csv"].status == "found"
+    assert refs["/etc/hosts"].status == "outside"
+    missing = R.decisive("x", R.resolve(f"How many rows has {root}/data/q3.csv?", root))
+    assert missing and "data/q1.csv" in missing[0].near
+
+
+def test_misread_a_sibling_or_a_near_match(tmp_path):
+    root = ws(tmp_path, {"report_2022.txt": "a\n", "report_2024.txt": "b\n"})
+    refs = R.resolve("How many lines are in report_2024.txt?", root)
+    assert R.misread(refs, ["wc -l < report_2024.txt"]) == []
+    assert R.misread(refs, ["wc -l report_2022.txt"]) and \
+        "report_2022.txt" in R.misread(refs, ["wc -l report_2022.txt"])[0]
+    gone = R.resolve("How many lines are in report_2023.txt?", root)
+    assert R.misread(gone, ["cat report_2022.txt | wc -l"])
+
+
+def test_wire_form_round_trip(tmp_path):
+    from protocol.messages import Referent, TaskSpec
+    refs = R.resolve("How many lines are in report_2023.txt?", ws(tmp_path, {"report_2022.txt": ""}))
+    spec = TaskSpec(task_id="t", intent_slug="s", intent="i", raw_input="r",
+                    referents=[Referent.model_validate(r.as_dict()) for r in refs])
+    back = R.coerce(TaskSpec.model_validate(json.loads(spec.model_dump_json())).referents)
+    assert [r.as_dict() for r in back] == [r.as_dict() for r in refs]
+    assert R.coerce([{"text": "x"}, {"bogus": 1}]) == []       # incomplete: dropped, no crash
