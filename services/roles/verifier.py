@@ -47,6 +47,7 @@ from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, referents, sandbox
+from .law0report import Law0Report, answer_text, claims_absence, record_flaw
 from services.safety.law1 import READ_ONLY, classify
 from services.safety.tools import Toolbox, ToolOutput, head_tail
 
@@ -62,36 +63,6 @@ class DerivedCheck:
     effects: Optional[dict] = None      # the workspace after the check's command, on a copy
     why_unavailable: str = ""
     program: bool = False               # a PYTHON program (as run), not a shell COMMAND
-
-
-@dataclass
-class Law0Report:
-    kind: Literal["verified", "unverified", "not_possible", "failed"]
-    evidence: str
-    checks: list[str] = field(default_factory=list)        # what code checked, one line each
-    unverified: list[str] = field(default_factory=list)    # what could not be checked
-    what_was_wrong: str = ""
-    what_to_do: str = ""
-    answer: str = ""
-    disagreement: bool = False          # failed only because the derivation disagreed
-    answer_stated: bool = False         # the answer states a value, or the file exists
-
-
-def answer_text(output: Any) -> str:
-    if output is None:
-        return ""
-    return output.strip() if isinstance(output, str) else json.dumps(
-        output, ensure_ascii=False, default=str)
-
-
-_ABSENCE_CLAIM = re.compile(r"\b(no such|not found|does not exist|doesn't exist|do not exist|"
-                            r"don't exist|not exist|no \w+ (named|called|with)|is not (in|present)|"
-                            r"isn't (in|present)|not present|cannot be found|none found|"
-                            r"no match|no matching|not possible|there is no|there are no)\b", re.I)
-
-
-def claims_absence(text: str) -> bool:
-    return bool(_ABSENCE_CLAIM.search(text or ""))
 
 
 class Verifier:
@@ -323,6 +294,12 @@ class Verifier:
         # A file goal's deliverable is the file (checked below, its answer written by code): a
         # stray number in the executor's closing words must not fail work that may be right.
         file_work = bool(changes.touched or changes.deleted) and ev.asks_to_change(self.goal)
+        refs = referents.coerce(self.subtask.referents)
+        flaw = record_flaw(self.subtask, self.goal, self.workspace, result, answer, records,
+                           refs, claims_none=claims_none, file_work=file_work)
+        if flaw is not None:
+            flaw.checks = checks + flaw.checks
+            return flaw
         if not claims_none and not file_work:
             invented = ev.unsupported_values(answer, outputs, self.goal)
             last = (current or records or [None])[-1]

@@ -1,0 +1,72 @@
+"""What Law 0 reports about one attempt (`Law0Report`), and the checks decided from the record
+alone, before any checking model call (`record_flaw`)."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
+
+from services.safety import evidence as ev, record
+
+
+@dataclass
+class Law0Report:
+    kind: Literal["verified", "unverified", "not_possible", "failed"]
+    evidence: str
+    checks: list[str] = field(default_factory=list)        # what code checked, one line each
+    unverified: list[str] = field(default_factory=list)    # what could not be checked
+    what_was_wrong: str = ""
+    what_to_do: str = ""
+    answer: str = ""
+    disagreement: bool = False          # failed only because the derivation disagreed
+    answer_stated: bool = False         # the answer states a value, or the file exists
+
+
+def answer_text(output: Any) -> str:
+    if output is None:
+        return ""
+    return output.strip() if isinstance(output, str) else json.dumps(
+        output, ensure_ascii=False, default=str)
+
+
+_ABSENCE_CLAIM = re.compile(r"\b(no such|not found|does not exist|doesn't exist|do not exist|"
+                            r"don't exist|not exist|no \w+ (named|called|with)|is not (in|present)|"
+                            r"isn't (in|present)|not present|cannot be found|none found|"
+                            r"no match|no matching|not possible|there is no|there are no)\b", re.I)
+
+
+def claims_absence(text: str) -> bool:
+    return bool(_ABSENCE_CLAIM.search(text or ""))
+
+
+def record_flaw(subtask: SubTask, goal: str, workspace: str, result: ExecutionResult,
+                answer: str, records: list[ToolCallRecord], refs: list, *, claims_none: bool,
+                file_work: bool) -> Optional[Law0Report]:
+    """Outcome from the record, not from the words (services/safety/record.py): an answer
+    that is an error, a traceback or code; a file or folder the goal makes that is missing
+    or empty; "nothing found" for what the referent resolution found. Each is a failed
+    attempt, decided before any checking model call."""
+    bad = "" if file_work or result.status == "not_possible" else \
+        record.not_a_value(answer, records)
+    if bad:
+        return Law0Report("failed", bad, what_was_wrong=bad, answer=answer,
+                          what_to_do="fix what failed and run the command again; answer "
+                                     "with the value its output shows")
+    if subtask.goal and ev.asks_to_change(goal) and not claims_none:
+        missing = record.undelivered(refs, workspace, goal)
+        if missing:
+            return Law0Report("failed", "; ".join(missing), what_was_wrong="; ".join(missing),
+                              answer=answer, what_to_do="make what the goal asks for with a "
+                              "tool call, then show it (cat or ls)")
+    found = record.found_things(refs) if claims_none else []
+    if found:
+        where = "; ".join(f"{r.text!r} occurs in {', '.join(r.where[:3])}" for r in found)
+        return Law0Report("failed", f"the answer says nothing was found, but {where}",
+                          what_was_wrong=f"you found nothing, but {where}", answer=answer,
+                          what_to_do="read that file again (exact spelling, any case) and "
+                                     "answer from what it holds")
+    return None
+

@@ -1,0 +1,106 @@
+"""Outcome from the record, not from the words: whether the work a result claims happened.
+
+"done" requires that the work happened: the files the goal makes exist with content, and the
+answer is a value — not an error message, a traceback or a code fragment, and not "nothing found"
+for a thing the referent resolution found in the workspace. These are pure functions over the
+answer, the tool records and the workspace; the verifier turns each finding into a failed
+attempt (retry, replan or abandon, honestly reported), never into "done, but not verified".
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Iterable
+
+from protocol.messages import ToolCallRecord
+
+from services.safety.referents import Referent
+
+_ERROR_SHAPES = re.compile(
+    r"Traceback \(most recent call last\)|No such file or directory|command not found|"
+    r"Permission denied|Is a directory|Not a directory|cannot (?:open|access|stat|read)|"
+    r"\b[A-Z]\w*(?:Error|Exception):|\[Errno \d+\]|syntax error|unexpected EOF|"
+    r"Segmentation fault|non-zero exit|exit (?:code|status) [1-9]", re.I)
+_SHELL_START = re.compile(r"^\s*(?:\$\s*)?(?:grep|egrep|awk|sed|cat|wc|find|ls|cut|sort|uniq|head|"
+                          r"tail|python3?|echo|printf|jq|cp|mv|rm|mkdir|touch|tr|xargs|du|stat)"
+                          r"\s+(?:-|'|\"|[\w./*]+\s)", re.I)
+_CODE_NODES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.For, ast.While,
+               ast.With, ast.If, ast.Assign, ast.AugAssign, ast.Lambda, ast.ListComp,
+               ast.DictComp, ast.GeneratorExp)
+
+
+def _failed_texts(records: Iterable[ToolCallRecord]) -> list[str]:
+    out = []
+    for r in records:
+        if r.error:
+            out += [t for t in (r.error, r.output) if t and t.strip()]
+    return out
+
+
+def _is_code(text: str) -> bool:
+    """A program or a command rather than a value: Python statements (an import, a loop, an
+    assignment, a call of a function on something) or a shell command line."""
+    if _SHELL_START.match(text):
+        return True
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, _CODE_NODES):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) and \
+                re.search(r"(?<![\w.])[a-z_][\w.]*\(", text) and \
+                any(isinstance(a, (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
+                    for a in node.args):
+            return True             # len(rows), csv.reader(fh): a call as code writes it
+    return False
+
+
+def not_a_value(answer: str, records: Iterable[ToolCallRecord]) -> str:
+    """Why the answer is no value ('' when it may be one): the text of a failed call, an error
+    message or traceback, or a fragment of code."""
+    text = (answer or "").strip()
+    if not text:
+        return ""
+    low = " ".join(text.lower().split())
+    for failed in _failed_texts(records):
+        f = " ".join(failed.lower().split())
+        if len(low) >= 8 and (low in f or (len(f) >= 8 and f in low and len(f) * 2 >= len(low))):
+            return f"the answer is the error of a failed call ({failed.strip()[:160]!r})"
+    if _ERROR_SHAPES.search(text):
+        return f"the answer is an error message ({text[:160]!r}), not a value"
+    if _is_code(text):
+        return f"the answer is a fragment of code ({text[:160]!r}), not its result"
+    return ""
+
+
+def undelivered(refs: Iterable[Referent], root: str, goal: str) -> list[str]:
+    """The files and folders the goal says to make that are missing or empty after the work
+    (a file may be empty only when the goal says so)."""
+    allow_empty = bool(re.search(r"\bempty\b", goal or "", re.I))
+    out = []
+    for ref in refs:
+        if ref.role != "create" or ref.kind not in ("file", "folder") or ref.status == "outside":
+            continue
+        path = os.path.join(root, os.path.expanduser(ref.text)) if not os.path.isabs(
+            ref.text) else ref.text
+        if ref.kind == "folder":
+            if not os.path.isdir(path):
+                out.append(f"the folder {ref.text} the goal asks for does not exist")
+        elif not os.path.isfile(path):
+            out.append(f"the file {ref.text} the goal asks for does not exist")
+        elif os.path.getsize(path) == 0 and not allow_empty:
+            out.append(f"the file {ref.text} the goal asks for is empty")
+    return out
+
+
+def found_things(refs: Iterable[Referent]) -> list[Referent]:
+    """The values and fields a goal reads that the resolution found in the workspace: "nothing
+    found" about them is contradicted by code. Empty when any of them is missing (then absence
+    may be the answer)."""
+    things = [r for r in refs if r.kind in ("value", "field") and r.role == "read"]
+    if not things or any(r.status != "found" for r in things):
+        return []
+    return things

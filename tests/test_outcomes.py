@@ -1,0 +1,88 @@
+"""Outcome from the record (services/safety/record.py, Law 0 in R4a): "done" only when the work
+happened. A failed command's error as the answer, a file the goal makes left missing, "nothing
+found" for what the workspace holds, and work that read another file than the one named are
+never verified, and the first three are not done at all. Real toolbox, sandbox and workspace;
+an in-process stand-in for the checker model (the same checks run over the bus in
+test_outcomes_e2e.py)."""
+from __future__ import annotations
+
+import pytest
+
+from protocol.messages import Criterion, Referent, RunOptions, SubTask, ToolCallRecord
+from services.roles.agentval import AgentValidator
+from services.roles.verifier import Verifier
+from services.safety import record, referents
+
+from test_effector_units import FakeLLM
+from test_law0 import VERIFIERS, no_leftover_copies, result, run  # noqa: F401 (fixture)
+
+
+def validator(settings, goal: str, *derivations):
+    refs = referents.resolve(goal, str(settings.workspace))
+    st = SubTask(subtask_id="st-1", parent_task_id="run-out", intent=goal, goal=goal,
+                 success_criteria=[Criterion(text="the goal is achieved")], options=RunOptions(),
+                 referents=[Referent.model_validate(r.as_dict()) for r in refs])
+    verifier = Verifier(st, FakeLLM(*derivations), settings)
+    verifier.start()
+    VERIFIERS[-1].append(verifier)
+    return AgentValidator(st, FakeLLM(local=True), settings, verifier=verifier)
+
+
+def test_a_failed_commands_error_as_the_answer_is_not_done(settings):
+    ws = settings.workspace
+    (ws / "data.txt").write_text("x\n")
+    av = validator(settings, "Copy data.txt to backup/data.txt")
+    cp = run(settings, "cp data.txt backup/data.txt")
+    assert cp.error
+    j = av.judge(result([cp], cp.output or cp.error))
+    assert j.kind == "retry" and "error" in j.correction.what_was_wrong
+    j = av.judge(result([cp], "cp: cannot create regular file: No such file or directory",
+                        attempt=2))
+    assert j.kind == "failed" and not j.outcome.verified
+    assert not (ws / "backup" / "data.txt").exists()
+
+
+def test_a_file_the_goal_makes_must_exist(settings):
+    (settings.workspace / "guests.txt").write_text("ann\nbob\nann\n")
+    av = validator(settings, "Write the names in guests.txt without repeats to unique.txt")
+    j = av.judge(result([run(settings, "sort -u guests.txt")], "ann\nbob"))
+    assert j.kind == "retry" and "unique.txt" in j.correction.what_was_wrong
+
+
+def test_nothing_found_for_what_the_workspace_holds_is_not_done(settings):
+    (settings.workspace / "server.log").write_text("INFO start\nWARN disk \"low space\"\n")
+    av = validator(settings, 'Which line of server.log mentions "low space"?')
+    grep = run(settings, "grep -i 'low  space' server.log")
+    j = av.judge(result([grep], "nothing found", status="not_possible"))
+    assert j.kind == "retry" and "server.log" in j.correction.what_was_wrong
+
+
+def test_work_that_read_a_sibling_of_the_named_file_is_not_verified(settings):
+    from test_law0 import require_sandbox
+    require_sandbox(settings, "the second check in another form is a program")
+    ws = settings.workspace
+    (ws / "report_2022.txt").write_text("a\nb\nc\n")
+    (ws / "report_2024.txt").write_text("a\nb\nc\nd\ne\n")
+    av = validator(settings, "How many lines are in report_2024.txt?",
+                   {"output_file": "", "command": "grep -c . report_2022.txt"},
+                   "FILE: none\nPYTHON:\nprint(len(open('report_2022.txt').readlines()))")
+    j = av.judge(result([run(settings, "wc -l < report_2022.txt")], "3"))
+    assert not j.outcome.verified
+    assert any("report_2022.txt" in u for u in j.outcome.unverified), j.outcome.unverified
+
+
+@pytest.mark.parametrize("answer, why", [
+    ("Traceback (most recent call last):\n  File \"<string>\", line 1", "error"),
+    ("import csv\nprint(sum(1 for r in csv.reader(open('a.csv'))))", "code"),
+    ("grep -c ERROR app.log", "code"),
+    ("bash: jq: command not found", "error"),
+])
+def test_not_a_value(answer, why):
+    assert why in record.not_a_value(answer, [])
+
+
+@pytest.mark.parametrize("answer", ["42", "Alice, Bob", "2024-05-02", "a.txt", "3.5 MB",
+                                    "done: created out.txt", "Oslo (Norway)", "max: 17"])
+def test_values_are_values(answer):
+    assert record.not_a_value(answer, [ToolCallRecord(tool="shell", error="exit 1",
+                                                      output="grep: x: No such file")]) == ""
