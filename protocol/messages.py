@@ -280,6 +280,7 @@ class SubTask(Body):
     # again (a model at temperature 0 given nearly the same prompt repeats its first command)
     tried_calls: list[ToolCallRecord] = Field(default_factory=list)
     referents: list[Referent] = Field(default_factory=list)   # the task's, resolved in code
+    llm_calls_left: Optional[int] = None  # what is left of the task's LLM call budget (None: no bound)
 
 
 class DispatchManifest(Body):

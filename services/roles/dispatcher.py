@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
 import threading
 import time
@@ -304,7 +305,9 @@ class Dispatcher:
             return
         prior = self._prior_outputs(plan)
         now = time.time()
+        left = self._calls_left(plan)
         for st in group:
+            st.llm_calls_left = None if left is None else left // len(group)
             if prior and PRIOR_OUTPUTS_HEADING not in st.context:
                 st.context = (st.context + "\n\n" if st.context else "") + prior
             st.deadline_at = min(plan.spec.deadline_at or now + self.settings.task_deadline_s,
@@ -318,6 +321,19 @@ class Dispatcher:
         for st in group:
             self.client.publish(st)  # observability copy with the final context
             self._offer(plan, st)
+
+    def _calls_left(self, plan: TaskPlan) -> int | None:
+        """What is left of the task's LLM call budget (the run's --max-llm-calls, else the
+        setting GGS uses), counted from the task log's llm_call events; None = no bound."""
+        budget = plan.spec.options.max_llm_calls
+        if budget is None:
+            from .ggs import budget_field
+            budget = getattr(self.settings, budget_field(os.environ))
+        if not budget:
+            return None
+        spent = sum(1 for ev in tasklog.read(self.settings.tasks_dir, plan.task_id)
+                    if ev.get("kind") == "llm_call")
+        return max(0, budget - spent)
 
     def _prior_outputs(self, plan: TaskPlan) -> str:
         if plan.group_idx == 0:

@@ -35,7 +35,7 @@ from services.runtime import tasklog
 from services.safety import law1, referents
 from .agentval import AgentValidator, Judgement
 from .executor import Executor
-from services.runtime.llm import LLMClient, LLMError
+from services.runtime.llm import Budgeted, CallBudget, LLMClient, LLMError
 from services.runtime.journal import ToolJournal
 from services.runtime.role import transition_publisher
 from services.safety.tools import Toolbox
@@ -248,6 +248,9 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     except Exception as exc:  # LLMError or a broken configuration
         llm_error = f"no LLM available for the effector: {exc}"
         llms = {"executor": None, "agentval": None, "verifier": None}
+    if llms["executor"] is not None and subtask.llm_calls_left is not None:
+        budget = CallBudget(subtask.llm_calls_left)     # one bound for the executor and checkers
+        llms = {k: (Budgeted(v, budget) if v is not None else None) for k, v in llms.items()}
     if llms["executor"] is not None:
         llms["executor"].bus = client
         llms["agentval"].bus = RoleBus(client, "agentval")

@@ -289,6 +289,10 @@ class Solver(Takeovers):
         if self.seen(st, env.id):
             return None
         self.record_outcomes(st, msg.outcomes)
+        # the task log holds every call, also those whose LlmUsage has not reached us yet
+        st.llm_calls = max(st.llm_calls, sum(
+            1 for ev in tasklog.read(self.settings.tasks_dir, st.task_id)
+            if ev.get("kind") == "llm_call"))
         elapsed = self.elapsed_ms(st, msg.elapsed_ms)
         res = loss.step(st.trajectory, msg, self.params, elapsed_ms=elapsed,
                         calls_spent=self.calls_spent(st))

@@ -45,6 +45,50 @@ class LLMError(Exception):
     """An LLM call that produced no usable answer; the message says why, never the raw reply."""
 
 
+class BudgetSpent(LLMError):
+    """The task's LLM call budget has no call left for this subtask: the call is not made."""
+
+
+class CallBudget:
+    """A bound on the LLM calls of one subtask, shared by its executor and its checkers (the
+    dispatcher gives each subtask what is left of the task's budget). A call past it is not made:
+    it raises BudgetSpent, and the round ends with what it has."""
+
+    def __init__(self, limit: int):
+        self.limit = max(0, int(limit))
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        with self._lock:
+            if self.used >= self.limit:
+                raise BudgetSpent(f"the task's LLM call budget is spent ({self.used} call(s) "
+                                  f"of this subtask's {self.limit})")
+            self.used += 1
+
+
+class Budgeted:
+    """An LLM client whose calls count against a CallBudget (everything else passes through)."""
+
+    def __init__(self, llm, budget: CallBudget):
+        object.__setattr__(self, "_llm", llm)
+        object.__setattr__(self, "_budget", budget)
+
+    def __getattr__(self, name):
+        return getattr(self._llm, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._llm, name, value)
+
+    def complete_text(self, *args, **kwargs):
+        self._budget.take()
+        return self._llm.complete_text(*args, **kwargs)
+
+    def complete_json(self, *args, **kwargs):
+        self._budget.take()
+        return self._llm.complete_json(*args, **kwargs)
+
+
 @dataclass(frozen=True)
 class TierConfig:
     tier: str

@@ -1,0 +1,64 @@
+"""Outcomes a user can trust, end to end on the real daemon with the scripted LLM: a goal that
+reads what the workspace lacks ends not_possible in code with the near matches and no model call
+at all (each kind of referent); the task's LLM call budget is a bound, not a replanning hint."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from replies_effector import result, shell
+from replies_pipeline import perception, plan, subtask
+from services.runtime import tasklog
+from test_pipeline_e2e import e2e, new_rid, run_task  # noqa: F401 (the module's daemon fixture)
+
+
+def make(root, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+@pytest.mark.parametrize("kind, goal, files, near", [
+    ("file", "How many lines are in {t}_report_2023.txt?",
+     {"{t}_report_2022.txt": "a\nb\n"}, "{t}_report_2022.txt"),
+    ("folder", "Which file in the {t}_archive/ folder is the biggest?",
+     {"{t}_archives/a.txt": "aaaa"}, "{t}_archives"),
+    ("field", "What is the average of the rating column in {t}_products.csv?",
+     {"{t}_products.csv": "name,ratings_count\nlamp,3\n"}, "ratings_count"),
+    ("value", "What is the email address of the user alice in {t}_accounts.csv?",
+     {"{t}_accounts.csv": "username,email\nalicia,a@x.org\nbob,b@x.org\n"}, "alicia"),
+    ("extension", "How many .zyml files are there?", {"{t}.zyaml": "k: 1\n"}, ".zyaml"),
+])
+def test_a_missing_referent_is_not_possible_without_a_model_call(e2e, kind, goal, files, near):
+    rid = new_rid(f"ref{kind}")
+    t = f"r{abs(hash(rid)) % 10**6}"
+    make(e2e.settings.workspace, {k.format(t=t): v for k, v in files.items()})
+    final = run_task(e2e, rid, goal.format(t=t))
+    assert final.status == "not_possible" and final.verified, final.summary
+    assert near.format(t=t) in final.summary, final.summary
+    assert e2e.llm.calls(task=rid) == 0                # not one model call, of any role
+    kinds = [ev["kind"] for ev in tasklog.read(e2e.settings.tasks_dir, rid)]
+    assert "referents_missing" in kinds and "llm_call" not in kinds
+
+
+def test_the_call_budget_is_a_bound(e2e):
+    """A run with --max-llm-calls 4 whose executor never answers: the perceiver and planner
+    spend 2, the subtask gets the 2 left, and its third call is never made. The task ends
+    (abandoned, honestly), with at most 4 calls in its log."""
+    rid = new_rid("budget")
+    intent = f"keep looking {rid}"
+    counter = itertools.count()
+    (e2e.settings.workspace / f"hay-{rid}.txt").write_text("straw\n" * 3)
+    e2e.router.calls[intent] = lambda req: shell(f"grep -c straw hay-{rid}.txt; echo {next(counter)}")
+    e2e.llm.add("perceiver", perception("keep looking"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["found"])), task=rid)
+    e2e.session.max_llm_calls = 4
+    try:
+        final = run_task(e2e, rid, "keep looking")
+    finally:
+        e2e.session.max_llm_calls = None
+    calls = [ev for ev in tasklog.read(e2e.settings.tasks_dir, rid) if ev["kind"] == "llm_call"]
+    assert len(calls) <= 4, [c["role"] for c in calls]
+    assert final.status != "verified" and "budget" in final.summary, final.summary
