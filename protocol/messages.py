@@ -473,6 +473,8 @@ class FinalResult(Body):
     failed: list[str] = Field(default_factory=list)      # intents of subtasks that failed, with why
     law1: list[str] = Field(default_factory=list)        # [LAW1] refusals that shaped the result
     elapsed_ms: float = 0.0
+    llm_calls: int = 0                    # the task's LLM calls (its task log's llm_call events)
+    llm_budget: int = 0                   # its LLM call budget (0 = no bound)
 
     @model_validator(mode="after")
     def _honest_default(self) -> "FinalResult":

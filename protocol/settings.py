@@ -97,7 +97,10 @@ class Settings:
     executor_max_turns: int = 10
     validator_max_attempts: int = 2      # maxRetries: scored attempts per subtask
     max_replans: int = 3                 # R4b recommends abandon on its third ReplanRequest
-    task_llm_calls: int = 8              # ARTOO_TASK_LLM_CALLS: no replan after this many calls (0 = off)
+    # ARTOO_TASK_LLM_CALLS: the most LLM calls a task makes, a bound (0 = none): no call past it
+    # is made, no replan once it is reached. A remote model's plans run several subtasks of
+    # ~5 calls each (executor, validator, two checks).
+    task_llm_calls: int = 30
     local_task_llm_calls: int = 6        # the same when the executor runs on the bundled local model
     tool_output_chars: int = 4000        # head+tail budget per tool result in a prompt
     shell_timeout_s: float = 30.0

@@ -161,6 +161,7 @@ class Artoo:
                 "prompt_tokens": total.get("prompt_tokens"),
                 "completion_tokens": total.get("completion_tokens"),
                 "reported_seconds": total.get("seconds"), "seconds": seconds,
+                "task_llm_calls": final.get("llm_calls"), "llm_budget": final.get("llm_budget"),
                 "per_role": (final.get("cost") or {}).get("per_role")}
 
 
@@ -187,8 +188,16 @@ def summarize(records: list[dict]) -> dict:
         k = by_kind.setdefault(r["kind"], [0, 0])
         k[0] += r["passed"]
         k[1] += 1
+    verified_right = sum(1 for r in records if r["passed"] and r["status"] == "verified")
     return {"goals": n, "passed": passed,
             "false_success": sum(1 for r in records if not r["passed"] and r["status"] == "verified"),
+            # what a user feels: a wrong result reported as done, and how many right ones were
+            # confirmed
+            "wrong_but_done": sum(1 for r in records if not r["passed"]
+                                  and r["status"] == "unverified"),
+            "verified_recall": f"{verified_right}/{passed}",
+            "over_budget": sum(1 for r in records if r.get("llm_budget") and
+                               (r.get("task_llm_calls") or 0) > r["llm_budget"]),
             "statuses": statuses, "by_kind": {k: f"{p}/{t}" for k, (p, t) in sorted(by_kind.items())},
             "llm_calls": stat("llm_calls"), "prompt_tokens": stat("prompt_tokens"),
             "completion_tokens": stat("completion_tokens"), "seconds": stat("seconds")}
@@ -205,7 +214,9 @@ def print_summary(summary: dict) -> None:
         log(f"\n== {half} half ==")
         for system, s in systems.items():
             log(f"  {system:6} passed {s['passed']}/{s['goals']}   false success claims "
-                f"{s['false_success']}   statuses {s['statuses']}")
+                f"{s['false_success']}   wrong but done {s['wrong_but_done']}   verified "
+                f"recall {s['verified_recall']}   over budget {s['over_budget']}   statuses "
+                f"{s['statuses']}")
             log(f"         by kind {s['by_kind']}")
             log(f"         LLM calls {fmt_stat(s['llm_calls'])}   prompt tokens "
                 f"{fmt_stat(s['prompt_tokens'], 0)}   completion tokens "
@@ -265,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         if rec["half"] == "dev" or args.show_heldout:
             return rec
         return {k: rec[k] for k in ("half", "kind", "system", "passed", "status", "llm_calls",
-                                    "prompt_tokens", "completion_tokens", "seconds")}
+                                    "prompt_tokens", "completion_tokens", "seconds",
+                                    "task_llm_calls", "llm_budget")}
 
     def save(final: bool) -> dict:
         """Write the results file (after every goal, so an interrupted run keeps what it did)."""
@@ -295,11 +307,12 @@ def main(argv: list[str] | None = None) -> int:
                 fresh.mkdir()
                 ws = artoo.workspace(fresh) if system == "artoo" else fresh
                 setup_workspace(goal, ws)
+                text = goal["goal"].replace("{workspace}", str(ws))   # absolute paths
                 if system == "artoo":
-                    res = artoo.run(goal["goal"], ws)
+                    res = artoo.run(text, ws)
                 else:
                     t0 = time.monotonic()
-                    res = react.react(goal["goal"], ws, base_url=endpoint[0], api_key=endpoint[1],
+                    res = react.react(text, ws, base_url=endpoint[0], api_key=endpoint[1],
                                       model=endpoint[2])
                     res["seconds"] = round(time.monotonic() - t0, 2)
                 result_file = Path(tmp) / "result.json"
@@ -310,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
                    "passed": passed, "status": res.get("status"), "reason": reason,
                    "answer": res.get("answer", ""), "goal": goal["goal"],
                    **{k: res.get(k) for k in ("llm_calls", "prompt_tokens", "completion_tokens",
-                                              "seconds", "exit_code", "error")}}
+                                              "seconds", "exit_code", "error", "task_llm_calls",
+                                              "llm_budget")}}
             if system == "react":
                 rec["steps"] = res.get("steps")
             elif res.get("per_role") is not None:

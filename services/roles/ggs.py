@@ -289,10 +289,7 @@ class Solver(Takeovers):
         if self.seen(st, env.id):
             return None
         self.record_outcomes(st, msg.outcomes)
-        # the task log holds every call, also those whose LlmUsage has not reached us yet
-        st.llm_calls = max(st.llm_calls, sum(
-            1 for ev in tasklog.read(self.settings.tasks_dir, st.task_id)
-            if ev.get("kind") == "llm_call"))
+        st.llm_calls = self.logged_calls(st)
         elapsed = self.elapsed_ms(st, msg.elapsed_ms)
         res = loss.step(st.trajectory, msg, self.params, elapsed_ms=elapsed,
                         calls_spent=self.calls_spent(st))
@@ -304,6 +301,12 @@ class Solver(Takeovers):
         st = self.tasks.get(msg.task_id)
         if st is not None:
             st.llm_calls += 1
+
+    def logged_calls(self, st: TaskState) -> int:
+        """The task's LLM calls: the task log holds every one, also those whose LlmUsage has
+        not reached us yet."""
+        return max(st.llm_calls, sum(1 for ev in tasklog.read(self.settings.tasks_dir, st.task_id)
+                                     if ev.get("kind") == "llm_call"))
 
     @staticmethod
     def calls_spent(st: TaskState) -> str:
@@ -468,7 +471,8 @@ class Solver(Takeovers):
             grad_l=res.grad if res else st.last_grad, replans=traj.directives,
             completed=list(st.completed),
             failed=[f"{k}: {v}" for k, v in st.failed.items()], law1=list(st.law1),
-            elapsed_ms=round((now - (st.created_at or st.first_seen)) * 1000, 3))
+            elapsed_ms=round((now - (st.created_at or st.first_seen)) * 1000, 3),
+            llm_calls=self.logged_calls(st), llm_budget=st.llm_budget)
         entries = ([self.entry(MemoryWrite(task_id=st.task_id, megrams=megrams))] if megrams
                    else []) + [self.entry(final)]
         # Memory writes still unacknowledged stay in the outbox; a stale PlanDirective does not.

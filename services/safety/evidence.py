@@ -438,7 +438,8 @@ def mentions_time(text: str) -> bool:
     return bool(_TIME_WORDS.search(text or ""))
 
 
-_CHANGE_WORDS = re.compile(r"\b(write|writes|put|save|store|create|make|add|append|insert|"
+_CHANGE_WORDS = re.compile(r"\b(write|writes|put|save|store|create|make|add(?!\s+up\b)|append|insert|"
+                           r"back\s+up|export|duplicate|"
                            r"prepend|remove|delete|drop|update|replace|rewrite|rename|"
                            r"move|copy|edit|convert|merge|truncate|overwrite|modify|deduplicate|"
                            r"uppercase|lowercase)\b", re.I)

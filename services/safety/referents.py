@@ -55,7 +55,7 @@ _CREATE_BEFORE = re.compile(r"(?:\b(?:to|into|as|named|called|create|creating|ne
 _READ_BEFORE = re.compile(r"\b(?:from|of|under|inside|within|through|across|read|reads|reading|"
                           r"using|use|in)\s*(?:(?:a|an|the|file|folder|directory|called|named)\s+)"
                           r"{0,3}['\"`]?$", re.I)
-_COUNTING = re.compile(r"\b(how many|how often|count|number of|is there|are there|does any|"
+_COUNTING = re.compile(r"\b(how many|how often|count|(?:the|total)\s+number of|is there|are there|does any|"
                        r"do any|whether)\b", re.I)
 # words a folder phrase puts before "folder" that name no folder
 _NOT_A_NAME = STOPWORDS | frozenset("""
@@ -91,16 +91,17 @@ class Referent:
 # ---------------------------------------------------------------------------------------------
 
 def _role(goal: str, start: int, change: bool, kind: str) -> str:
-    """read, create or either. In a question everything is read; in a goal that writes, what
-    follows "to", "into", "as", "named" ... is made (and must exist afterwards), what follows
-    "from", "of", "under" ... is read, and a name with neither is "either": it decides nothing
-    (never a false not_possible) and is not required afterwards ("Delete old.txt"). "in" reads
-    a folder but writes a file ("save it in hottest.txt")."""
-    if not change:
-        return "read"
+    """read, create or either. What follows "to", "into", "as", "named" ... is made (and must
+    exist afterwards); in a question everything else is read; in a goal that writes, what follows
+    "from", "of", "under" ... is read, a field is read, and any other name is "either": it
+    decides nothing (never a false not_possible) and is not required afterwards ("Delete
+    old.txt", "Write 'hello' to x.txt"). "in" reads a folder but writes a file ("save it in
+    hottest.txt")."""
     before = goal[max(0, start - 48):start]
-    if _CREATE_BEFORE.search(before):
+    if _CREATE_BEFORE.search(before) and (change or kind in ("file", "folder")):
         return "create"
+    if not change or kind == "field":
+        return "read"
     read = _READ_BEFORE.search(before)
     if read and kind == "file" and re.search(r"\bin\s", read.group(0) + " ", re.I):
         return "in"                   # resolved: read when it exists, else create
@@ -117,8 +118,8 @@ def extract(goal: str) -> list[Referent]:
 
     def add(text: str, kind: str, start: int, *, labelled: bool = True) -> None:
         text = text.strip().rstrip(".")
-        if not text or (kind, text.lower()) in found:
-            return
+        if not text or any(t == text.lower() for _, t in found):
+            return                    # one name, one referent (the first kind that took it)
         found[(kind, text.lower())] = Referent(text=text, kind=kind, labelled=labelled,
                                                role=_role(goal, start, change, kind))
 
@@ -162,7 +163,13 @@ def extract(goal: str) -> list[Referent]:
         if (("file", text.lower()) in found) or (("folder", text.lower().rstrip("/")) in found):
             continue
         add(text, "value", m.start())
-    return list(found.values())
+    refs = list(found.values())
+    made = {r.text.split("/")[0].lower() for r in refs if r.kind == "file" and r.role == "create"
+            and "/" in r.text}
+    for ref in refs:                  # the folder of a file the goal makes is made along with it
+        if ref.kind == "folder" and ref.text.lower() in made and ref.role == "read":
+            ref.role = "either"
+    return refs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,6 +311,8 @@ def _resolve_file(ref: Referent, snap: Snapshot) -> None:
     same_name = [f for f in snap.files if os.path.basename(f).lower() == base]
     names = {os.path.basename(f): f for f in snap.files}
     siblings = [names[n] for n in _near(os.path.basename(rel), names)]
+    if not exact and "/" in rel and ref.role == "create":
+        same_name = []                   # a path to make: the name elsewhere is not it
     if exact or same_name:               # (a bare name, or the name in another folder)
         ref.where = exact or same_name
         ref.near = [s for s in siblings if s not in ref.where]   # what a slip could read instead
