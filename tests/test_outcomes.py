@@ -82,7 +82,8 @@ def test_not_a_value(answer, why):
 
 
 @pytest.mark.parametrize("answer", ["42", "Alice, Bob", "2024-05-02", "a.txt", "3.5 MB",
-                                    "done: created out.txt", "Oslo (Norway)", "max: 17"])
+                                    "done: created out.txt", "Oslo (Norway)", "max: 17",
+                                    "largest=b.txt-2048", "total = 42"])
 def test_values_are_values(answer):
     assert record.not_a_value(answer, [ToolCallRecord(tool="shell", error="exit 1",
                                                       output="grep: x: No such file")]) == ""

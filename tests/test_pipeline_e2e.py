@@ -297,6 +297,7 @@ def test_concurrent_tasks_do_not_mix_and_a_rerun_keeps_the_slug(e2e):
         e2e.llm.add("planner", plan(subtask(intent, ["count printed"])), task=rid)
         e2e.llm.add("metaval", accept(f"{word} counted", merged_output=f"{word.upper()}-COUNT"),
                     task=rid)
+    (e2e.settings.workspace / "notes.txt").write_text("alpha beta\n")   # the file it names
     for word, rid in rids.items():
         e2e.session.submit(f"count the {word} words in notes.txt", run_id=rid, deadline_s=60)
     finals = {}

@@ -26,8 +26,8 @@ _SHELL_START = re.compile(r"^\s*(?:\$\s*)?(?:grep|egrep|awk|sed|cat|wc|find|ls|c
                           r"tail|python3?|echo|printf|jq|cp|mv|rm|mkdir|touch|tr|xargs|du|stat)"
                           r"\s+(?:-|'|\"|[\w./*]+\s)", re.I)
 _CODE_NODES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.For, ast.While,
-               ast.With, ast.If, ast.Assign, ast.AugAssign, ast.Lambda, ast.ListComp,
-               ast.DictComp, ast.GeneratorExp)
+               ast.With, ast.If, ast.AugAssign, ast.Lambda, ast.ListComp, ast.DictComp,
+               ast.GeneratorExp)
 
 
 def _failed_texts(records: Iterable[ToolCallRecord]) -> list[str]:
@@ -47,6 +47,9 @@ def _is_code(text: str) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return False
+    if len(tree.body) > 1 and all(isinstance(n, (ast.Assign, ast.Expr)) for n in tree.body) and \
+            any(isinstance(n, ast.Assign) for n in tree.body) and "\n" in text.strip():
+        return True                   # statements on several lines ("total=42" alone is a value)
     for node in ast.walk(tree):
         if isinstance(node, _CODE_NODES):
             return True
