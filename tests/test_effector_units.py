@@ -26,7 +26,7 @@ class FakeLLM:
         self.prompts: list[str] = []
         self.local = local
 
-    def complete_text(self, system, user, task_id="", max_tokens=None):
+    def complete_text(self, system, user, task_id="", max_tokens=None, temperature=None):
         """The local executor's and the checker's plain-text protocol, from the same replies."""
         self.prompts.append(user)
         reply = self.replies.pop(0)

@@ -87,3 +87,47 @@ def test_not_a_value(answer, why):
 def test_values_are_values(answer):
     assert record.not_a_value(answer, [ToolCallRecord(tool="shell", error="exit 1",
                                                       output="grep: x: No such file")]) == ""
+
+
+# -- confirming more right answers (k-of-N on the checker) --------------------------------------
+
+COUNT_ERRORS_PY = "FILE: none\nPYTHON:\nprint(sum(l.split()[0] == 'ERROR' for l in open('app.log')))"
+
+
+@pytest.fixture
+def applog(settings):
+    (settings.workspace / "app.log").write_text("INFO a\nERROR b\nINFO c ERROR\nERROR d\n")
+    return settings.workspace
+
+
+def test_an_independent_second_check_confirms_what_an_echoing_first_check_could_not(
+        settings, applog):
+    """The first check ran the executor's own method (no evidence); a second one in the other
+    form, reading the data another way, agrees: verified. Had it read the data the executor's
+    way, it would not count (test_law0: the same program twice on 'Shipped' data)."""
+    from test_law0 import require_sandbox
+    require_sandbox(settings, "the second check in another form is a program")
+    av = validator(settings, "How many log entries in app.log have the level ERROR?",
+                   {"output_file": "", "command": "grep -c '^ERROR' app.log"}, COUNT_ERRORS_PY)
+    j = av.judge(result([run(settings, "grep -c '^ERROR' app.log")], "2"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome.unverified
+    assert not j.outcome.unverified
+
+
+@pytest.mark.parametrize("resample, verified", [
+    ({"output_file": "", "command": "cut -d' ' -f1 app.log | grep -cx ERROR"}, True),
+    ({"output_file": "", "command": "awk '$1==\"ERROR\"' app.log | wc -l"}, False),  # as check 1
+])
+def test_a_check_that_could_not_run_is_resampled_once(settings, applog, resample, verified):
+    """The second check in the other form fails to run: one more sample in the first form
+    stands in for it, only if it reads the data otherwise than the first check."""
+    from test_law0 import require_sandbox
+    require_sandbox(settings, "the second check in another form is a program")
+    av = validator(settings, "How many log entries in app.log have the level ERROR?",
+                   {"output_file": "", "command": "awk '$1==\"ERROR\"' app.log | wc -l"},
+                   "FILE: none\nPYTHON:\nprint(undefined_name)", resample)
+    j = av.judge(result([run(settings, "python3 -c \"print(sum(1 for l in open('app.log') "
+                                       "if l.startswith('ERROR ')))\"")], "2"))
+    assert j.kind == "matched" and j.outcome.verified is verified, j.outcome.unverified
+    if not verified:
+        assert any("first check's way" in u for u in j.outcome.unverified)

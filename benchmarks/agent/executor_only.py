@@ -39,11 +39,11 @@ class InProcessModel:
         self.model = Llama(model_path=str(path), n_ctx=4096, n_threads=2, verbose=False)
         self.calls = 0
 
-    def complete_text(self, system, prompt, task_id=None, max_tokens=200):
+    def complete_text(self, system, prompt, task_id=None, max_tokens=200, temperature=None):
         self.calls += 1
         reply = self.model.create_chat_completion(
             messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
-            temperature=0, max_tokens=max_tokens)
+            temperature=temperature or 0, max_tokens=max_tokens)
         return reply["choices"][0]["message"]["content"]
 
 

@@ -68,7 +68,7 @@ class RunSession:
         self.yes = yes
         self.workspace = ""              # this session's runs' workspace ("" = the daemon's)
         self.network = False             # tool commands may use the network (--network)
-        self.max_llm_calls: int | None = None  # no replan after this many calls (--max-llm-calls)
+        self.max_llm_calls: int | None = None  # the task's LLM call bound (--max-llm-calls)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.quiet = quiet
         self._cancel_at: float | None = None    # when this session first cancelled its run
@@ -382,7 +382,7 @@ def _use_workspace(session: "RunSession", workspace: str | None, err: Console) -
 @click.option("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
 @click.option("--network", is_flag=True, help=NETWORK_HELP)
 @click.option("--max-llm-calls", type=click.IntRange(min=0), default=None, metavar="N",
-              help="no replanning once the task has made N LLM calls (0 = no budget; default "
+              help="the task makes at most N LLM calls (0 = no bound; default "
                    "ARTOO_TASK_LLM_CALLS, or ARTOO_LOCAL_TASK_LLM_CALLS on the bundled model)")
 @click.option("--run-id", default=None, hidden=True, help="use this run id (automation)")
 def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,

@@ -23,6 +23,7 @@ class Law0Report:
     answer: str = ""
     disagreement: bool = False          # failed only because the derivation disagreed
     answer_stated: bool = False         # the answer states a value, or the file exists
+    doubts: list[str] = field(default_factory=list)        # agreement that was not independent
 
 
 def answer_text(output: Any) -> str:

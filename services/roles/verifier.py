@@ -154,7 +154,8 @@ class Verifier:
             self.derived = self.derive_as(None)
         return self.derived
 
-    def derive_as(self, program: Optional[bool]) -> DerivedCheck:
+    def derive_as(self, program: Optional[bool], temperature: Optional[float] = None
+                  ) -> DerivedCheck:
         """One derivation: a PYTHON program (`program`), a shell COMMAND, or (None) the form
         that suits the goal — a program for a goal about a data file."""
         self.start()
@@ -168,9 +169,10 @@ class Verifier:
         elif program is None:
             program = names_data_file(self.goal, root)
         try:
+            extra = {"temperature": temperature} if temperature is not None else {}
             reply = parse_derivation(self.llm.complete_text(
                 SYSTEM_PYTHON if program else SYSTEM, self.prompt(), task_id=self.task_id,
-                max_tokens=300 if program else 160))
+                max_tokens=300 if program else 160, **extra))
         except LLMError as exc:
             check.why_unavailable = f"no independent check (LLM error: {exc})"
             return check
@@ -250,7 +252,11 @@ class Verifier:
               revealed: bool = False) -> Law0Report:
         report = self._check(result, records, current=current, revealed=revealed)
         file = self.derived.output_file if self.derived is not None else ""
-        if report.kind == "verified":
+        # agreement discounted only because the check used the executor's own method: a second
+        # check in the other form that is independent of the executor may still confirm it
+        echo_only = report.kind == "unverified" and bool(report.doubts) and \
+            report.unverified == report.doubts
+        if report.kind == "verified" or echo_only:
             commands = [r.target for r in records] + [self.derived.command if self.derived
                                                       else ""]
             near = ev.near_matches(self.goal, self.before_dir or self.workspace, commands)
@@ -262,7 +268,7 @@ class Verifier:
                         f"{t!r}, which no file has (the work used {w!r})" for t, w in near[:3]))
                 report.unverified += misread
             else:
-                self._confirm(report, records, file)
+                self._confirm(report, records, file, independent_of=echo_only)
         changes = self.changes
         if changes is not None and (changes.touched or changes.deleted) and \
                 report.kind != "failed" and _raw(report.answer, records):
@@ -414,43 +420,86 @@ class Verifier:
                                      f"{', '.join(unexpected[:10])}")
         return report
 
-    def _confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str) -> None:
-        """k-of-N on the checker (2 of 2): one derivation that agrees is one model's opinion, and
-        a checker that writes the same program as the executor shares its mistakes. "verified"
+    def _confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, *,
+                 independent_of: bool = False) -> None:
+        """k-of-N on the checker: one derivation that agrees is one model's opinion, and a
+        checker that writes the same program as the executor shares its mistakes. "verified"
         stands only if a second derivation in the other form (shell COMMAND vs PYTHON program)
-        agrees as well; otherwise the result is done but unverified, saying what it printed."""
+        agrees as well. When it does not (it could not run, printed nothing, or disagreed), one
+        more sample in the first form, at a temperature that lets it take another way, may stand
+        in for it — two of three derivations, the executor's result agreeing with both — if it
+        reads the data otherwise than the first check. With `independent_of`, the first check agreed using the executor's own
+        method: then only a confirming derivation of another method than the executor's counts,
+        and it turns the result verified. Otherwise the result is done but unverified, saying
+        what the checks printed."""
         first = self.derived
         assert first is not None
         if sandbox.status(self.settings).mode != "bubblewrap":
-            report.kind = "unverified"
-            report.unverified.append("no second check in another form (a checking program "
-                                     "needs the tool sandbox)")
+            if not independent_of:
+                report.kind = "unverified"
+                report.unverified.append("no second check in another form (a checking program "
+                                         "needs the tool sandbox)")
             return
+        shell = [r.target for r in records if r.tool == "shell"]
         second = self.derive_as(not first.program)
-        form = "program" if second.program else "command"
-        if not second.available:
-            doubt = f"a second independent check in another form: {second.why_unavailable}"
-        else:
-            shown = head_tail(second.output.strip(), 200) or "(nothing)"
-            if first.effects is not None:
-                ok = second.effects is not None and \
-                    _state(second.effects) == _state(ev.snapshot(self.workspace))
-            elif file:
-                ok = bool(second.output.strip()) and ev.same_content(
-                    _read(os.path.join(self.workspace, file)), second.output)
+        doubt = self._confirms(report, records, file, second, shell, independent_of)
+        if doubt:
+            # k-of-N: one more sample in the first form, freer; it counts only if it reads the
+            # data otherwise than the first check (the same reading repeats the same mistake)
+            third = self.derive_as(first.program, temperature=RESAMPLE_TEMPERATURE)
+            same = third.available and (
+                _norm_cmd(third.command) == _norm_cmd(first.command) or independence.doubts(
+                    "the resample", third.command, [first.command],
+                    root=self.before_dir or self.workspace, names=self.names,
+                    files=self.before, verified=True))
+            if same:
+                doubt += "; a resample in the first form read the data the first check's way"
             else:
-                ok = not ev.is_absence(second.output) and ev.agree(
-                    report.answer, second.output, goal=self.goal,
-                    data=[o for _, o in _outputs(records)] + [first.output, second.output]).agree
-            report.checks.append(f"second independent check ({form}) `{second.command}` "
-                                 f"printed: {shown}")
-            if ok:
-                report.evidence += f"; a second check in another form agrees (`{second.command}`)"
-                return
-            doubt = (f"a second independent check in another form (`{second.command}`) does not "
-                     f"agree; it printed: {shown}")
+                again = self._confirms(report, records, file, third, shell, independent_of)
+                doubt = f"{doubt}; {again}" if again else ""
+        if not doubt:
+            if independent_of:
+                report.kind = "verified"
+                report.unverified = [u for u in report.unverified if u not in report.doubts]
+            return
         report.kind = "unverified"
         report.unverified.append(doubt)
+
+    def _confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
+                  check: DerivedCheck, shell: list[str], independent_of: bool) -> str:
+        """'' when the derivation `check` confirms the result (and, with `independent_of`, was
+        not the executor's own method); else why not."""
+        form = "program" if check.program else "command"
+        if not check.available:
+            return f"a second independent check in another form: {check.why_unavailable}"
+        shown = head_tail(check.output.strip(), 200) or "(nothing)"
+        first = self.derived
+        if first.effects is not None:
+            ok = check.effects is not None and \
+                _state(check.effects) == _state(ev.snapshot(self.workspace))
+        elif file:
+            ok = bool(check.output.strip()) and ev.same_content(
+                _read(os.path.join(self.workspace, file)), check.output)
+        else:
+            ok = not ev.is_absence(check.output) and ev.agree(
+                report.answer, check.output, goal=self.goal,
+                data=[o for _, o in _outputs(records)] + [first.output, check.output]).agree
+        report.checks.append(f"second independent check ({form}) `{check.command}` "
+                             f"printed: {shown}")
+        if not ok:
+            return (f"a second independent check in another form (`{check.command}`) does not "
+                    f"agree; it printed: {shown}")
+        if independent_of:
+            # both ways: a command looking for the program's value reads the data its way too
+            echo = [d for a, b in [(check.command, shell)] + [(c, [check.command]) for c in shell]
+                    for d in independence.doubts("the result", a, b,
+                                                 root=self.before_dir or self.workspace,
+                                                 names=self.names, files=self.before,
+                                                 verified=True)]
+            if echo:
+                return f"the second check agrees, but not independently: {echo[0]}"
+        report.evidence += f"; a second check in another form agrees (`{check.command}`)"
+        return ""
 
     def _looks_for_absent(self, command: str) -> bool:
         """The check's command names something the goal names and the workspace lacks."""
@@ -579,6 +628,7 @@ class Verifier:
         if doubts:
             report.kind = "unverified"
             report.unverified.extend(doubts)
+            report.doubts = list(doubts)
 
 
 def _state(files: dict[str, ev.FileState]) -> dict[str, Any]:
@@ -626,6 +676,7 @@ def _norm_cmd(command: str) -> str:
 
 
 COPY_PREFIX = "artoo-before-"
+RESAMPLE_TEMPERATURE = 0.7     # a derivation that could not run is asked once more, freer
 
 
 def sweep_stale_copies() -> None:

@@ -315,9 +315,11 @@ class LLMClient:
 
     # -- public API --------------------------------------------------------------------------
     def complete_text(self, system: str, user: str, *, task_id: str = "",
-                      max_tokens: int | None = None) -> str:
+                      max_tokens: int | None = None, temperature: float | None = None) -> str:
+        """`temperature` overrides the tier's (a second sample of the same question that may
+        take another way: k-of-N on the checker)."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        text = self._chat(messages, None, task_id, max_tokens)
+        text = self._chat(messages, None, task_id, max_tokens, temperature)
         return strip_reasoning(text)
 
     def complete_json(self, model: type[T], system: str, user: str, *, task_id: str = "",
@@ -352,7 +354,7 @@ class LLMClient:
         return {"type": "json_object"}
 
     def _chat(self, messages: list[dict], model: type[BaseModel] | None, task_id: str,
-              max_tokens: int | None) -> str:
+              max_tokens: int | None, temperature: float | None = None) -> str:
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages}
         fmt = self._response_format(model)
         if fmt:
@@ -362,6 +364,8 @@ class LLMClient:
             # client gave up, so every call is bounded; a low temperature keeps it on the rails.
             max_tokens = max_tokens or LOCAL_MAX_TOKENS
             kwargs["temperature"] = LOCAL_TEMPERATURE
+        if temperature is not None:
+            kwargs["temperature"] = temperature
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
         extra_body = {"enable_thinking": True} if self.config.thinking else None
