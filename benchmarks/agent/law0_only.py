@@ -76,6 +76,12 @@ def judge(gid: str, llm, make) -> tuple[str, int, str]:
     refs = referents.resolve(goal, str(ws))
     subtask = subtask.model_copy(update={"intent": goal, "goal": goal, "referents": [
         Referent.model_validate(r.as_dict()) for r in refs]})
+    if referents.decisive(goal, refs):
+        # as the effector does: a goal that reads what the workspace lacks ends not_possible
+        # in code before the executor runs, so there is no result (right or wrong) to check
+        shutil.rmtree(root, ignore_errors=True)
+        return "not_possible", 0, "referents: " + referents.absence_report(
+            referents.decisive(goal, refs))
     verifier = Verifier(subtask, llm, settings)
     verifier.start()
     made = make(goal_dir, ws)
@@ -133,7 +139,9 @@ def main(argv: list[str]) -> int:
         r_state, r_calls, r_why = judge(gid, llm, right)
         w_state, w_calls, w_why = judge(gid, llm, bad)
         want = "not_possible" if kind == "impossible" else "verified"
-        confirmed, false_confirm = r_state == want, w_state in ("verified", "not_possible")
+        confirmed = r_state == want
+        false_confirm = w_state == "verified" or (w_state == "not_possible" and
+                                                  kind != "impossible")
         rows.append((kind, confirmed, w_state != "n/a", false_confirm, r_calls + w_calls))
         print(f"{gid:26} {kind:10} right: {r_state:12} wrong: {w_state:12} calls "
               f"{r_calls}+{w_calls}  {time.monotonic() - t0:5.1f}s  {r_why[:120]}", flush=True)

@@ -8,11 +8,13 @@ or a FILE line and a PYTHON program for a goal about a data file — parsed here
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from services.roles.programs import python_code, python_command
+from services.safety import evidence as ev
 
 
 class Derivation(BaseModel):
@@ -107,3 +109,42 @@ def parse_derivation(text: str) -> Derivation:
 
 def _file_field(file: str) -> str:
     return "" if file.lower() in ("none", "-", "n/a", "empty", "(none)") else file
+
+
+# -- reading a derivation's reply and its failure (used by the verifier) ------------------
+
+def named_in(path: str, goal: str) -> bool:
+    words = set(ev.tokens(goal))
+    return path.lower() in words or path.rsplit("/", 1)[-1].lower() in words
+
+
+def strip_redirect(command: str, file: str) -> str:
+    """`grep x in > out.txt` for the output file → `grep x in`: the check must print, not write
+    (the small model often writes the file it was asked to derive)."""
+    if file:
+        pattern = r"\s*>>?\s*(\./)?['\"]?" + re.escape(file) + r"['\"]?\s*$"
+        command = re.sub(pattern, "", command)
+    return command
+
+
+def clean_path(raw: str) -> str:
+    path = (raw or "").strip().strip("'\"`")
+    if path.endswith("/"):
+        return ""                      # a folder, never the file a goal asks for
+    while path.startswith("./"):
+        path = path[2:]
+    if not path or path in (".", "none", "null", "-") or path.startswith(("/", "~")) or \
+            ".." in Path(path).parts:
+        return ""
+    return path
+
+
+def missing_key(error: str) -> str:
+    """The key a check's program failed on (`KeyError: 'rating'`): a column or key the data
+    lacks, which is evidence of absence when the goal names it and the workspace does not."""
+    match = re.search(r"KeyError: '([^']+)'", error or "")
+    return match.group(1) if match else ""
+
+
+def not_found(error: str) -> bool:
+    return bool(re.search(r"no such file|cannot open|does not exist", error or "", re.I))

@@ -28,7 +28,7 @@ from services.roles.programs import (PYTHON_PREFIX, names_data_file, python_code
 from services.runtime import tasklog
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import evidence
+from services.safety import evidence, referents
 from services.safety.tools import TOOL_SPECS, Toolbox, head_tail
 
 log = logging.getLogger("artoo.executor")
@@ -289,6 +289,9 @@ class Executor:
             self._overview = evidence.overview(self.toolbox.workspace,
                                                budget=self.output_chars)
         lines.append(f"Workspace files (at the start):\n{self._overview}")
+        where = referents.located(st.referents)
+        if where:
+            lines.append("Where the goal's names are: " + "; ".join(where))
         if st.success_criteria and not self.local:   # local: the goal's own words say it
             lines.append("Success criteria:")
             lines += [f"{i}. {c.text}" for i, c in enumerate(st.success_criteria, 1)]

@@ -382,7 +382,8 @@ class Perceiver:
         tasklog.append(self.settings.tasks_dir, task, "task_begin", intent=spec.intent,
                        intent_slug=spec.intent_slug, raw_input=spec.raw_input,
                        success_criteria=spec.success_criteria, deadline_at=spec.deadline_at,
-                       perceiver_error=error or None, workspace=req.options.workspace or None)
+                       perceiver_error=error or None, workspace=req.options.workspace or None,
+                       referents=[r.model_dump() for r in spec.referents] or None)
         self.client.send(spec)  # consumers: planner + ggs (GGS arms the deadline)
 
     def _spec(self, req: UserRequest, state: dict, got: Perception, error: str) -> TaskSpec:

@@ -42,7 +42,8 @@ from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
 from services.roles import independence
-from services.roles.derivation import SYSTEM, SYSTEM_PYTHON, parse_derivation
+from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missing_key,
+                                       named_in, not_found, parse_derivation, strip_redirect)
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
@@ -147,6 +148,9 @@ class Verifier:
             lines.append(f"Context: {head_tail(self.subtask.context, 600)}")
         lines.append("Workspace files (before the work):")
         lines.append(ev.overview(self.before_dir or self.workspace, budget=900))
+        where = referents.located(self.subtask.referents)
+        if where:
+            lines.append("Where the goal's names are: " + "; ".join(where))
         return "\n".join(lines)
 
     def derive(self) -> DerivedCheck:
@@ -179,8 +183,8 @@ class Verifier:
         except Exception as exc:  # a client bug must still end in an honest report
             check.why_unavailable = f"no independent check ({type(exc).__name__}: {exc})"
             return check
-        check.output_file = _clean_path(reply.output_file)
-        if check.output_file and not _named_in(check.output_file, self.goal):
+        check.output_file = clean_path(reply.output_file)
+        if check.output_file and not named_in(check.output_file, self.goal):
             check.output_file = ""     # a file the goal does not name is the checker's invention
         before = self.before_dir or self.workspace
         if check.output_file and os.path.isdir(os.path.join(before, check.output_file)):
@@ -188,7 +192,7 @@ class Verifier:
         if check.output_file and os.path.exists(os.path.join(before, check.output_file)) and \
                 not ev.asks_to_change(self.goal):
             check.output_file = ""     # an input a question reads, never a file to rewrite
-        check.command = _strip_redirect(reply.command.strip(), check.output_file)
+        check.command = strip_redirect(reply.command.strip(), check.output_file)
         check.program = check.command.startswith(PYTHON_PREFIX)   # the form it replied in
         if not check.command:
             check.why_unavailable = "no independent check (the checker proposed no command)"
@@ -209,8 +213,8 @@ class Verifier:
             out = toolbox.run("shell", {"command": check.command})
         check.output = "" if ev.is_absence(out.output) else out.output
         check.error = out.error or ""
-        if out.error and self._looks_for_absent(_missing_key(out.error) or (
-                check.command if _not_found(out.error) else "")):
+        if out.error and self._looks_for_absent(missing_key(out.error) or (
+                check.command if not_found(out.error) else "")):
             check.output, check.available = "", True    # it named what the workspace lacks
             return check
         if out.law1 or (out.error and not ev.no_match(out.error)):
@@ -651,20 +655,6 @@ def _raw(answer: str, records: list[ToolCallRecord]) -> bool:
     return ev.is_absence(text) or any(text == (r.output or "").strip() for r in records)
 
 
-def _named_in(path: str, goal: str) -> bool:
-    words = set(ev.tokens(goal))
-    return path.lower() in words or path.rsplit("/", 1)[-1].lower() in words
-
-
-def _strip_redirect(command: str, file: str) -> str:
-    """`grep x in > out.txt` for the output file → `grep x in`: the check must print, not write
-    (the small model often writes the file it was asked to derive)."""
-    if file:
-        pattern = r"\s*>>?\s*(\./)?['\"]?" + re.escape(file) + r"['\"]?\s*$"
-        command = re.sub(pattern, "", command)
-    return command
-
-
 def _outputs(records: list[ToolCallRecord]) -> list[tuple[str, str]]:
     """(what the call spelt out, what it printed) of the successful calls."""
     return [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")
@@ -689,26 +679,3 @@ def sweep_stale_copies() -> None:
             continue
         if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _clean_path(raw: str) -> str:
-    path = (raw or "").strip().strip("'\"`")
-    if path.endswith("/"):
-        return ""                      # a folder, never the file a goal asks for
-    while path.startswith("./"):
-        path = path[2:]
-    if not path or path in (".", "none", "null", "-") or path.startswith(("/", "~")) or \
-            ".." in Path(path).parts:
-        return ""
-    return path
-
-
-def _missing_key(error: str) -> str:
-    """The key a check's program failed on (`KeyError: 'rating'`): a column or key the data
-    lacks, which is evidence of absence when the goal names it and the workspace does not."""
-    match = re.search(r"KeyError: '([^']+)'", error or "")
-    return match.group(1) if match else ""
-
-
-def _not_found(error: str) -> bool:
-    return bool(re.search(r"no such file|cannot open|does not exist", error or "", re.I))

@@ -534,3 +534,15 @@ def coerce(items: Iterable) -> list[Referent]:
         except TypeError:
             continue
     return out
+
+
+def located(refs: Iterable) -> list[str]:
+    """Prompt lines for the names of the goal the workspace holds somewhere else than the goal's
+    words say (`todo.txt` is `notes/todo.txt`): where the model should look. Empty otherwise,
+    so a prompt stays the same for a goal that names exact paths."""
+    out = []
+    for ref in coerce(refs):
+        if ref.kind in ("file", "folder") and ref.status == "found" and ref.where and \
+                os.path.normpath(ref.text) not in ref.where:
+            out.append(f"{ref.text} is {', '.join(ref.where[:3])}")
+    return out
