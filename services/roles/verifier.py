@@ -238,8 +238,10 @@ class Verifier:
             out = Toolbox(dataclasses.replace(self.settings, workspace=Path(scratch))
                           ).run_confined(check.command)
             written = os.path.join(scratch, check.output_file) if check.output_file else ""
-            if not out.error and ev.is_absence(out.output) and written and \
-                    os.path.isfile(written):
+            if not out.error and written and os.path.isfile(written) and (
+                    ev.is_absence(out.output) or
+                    _read(written) != _read(os.path.join(root, check.output_file))):
+                # the file it wrote is its derivation, whatever else it printed (a listing)
                 with open(written, encoding="utf-8", errors="replace") as fh:
                     out.output = fh.read(1 << 20) or "(no output)"
             if effects and not out.error:
