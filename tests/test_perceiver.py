@@ -84,11 +84,28 @@ def test_rerun_gets_a_new_run_id_and_the_same_slug(stack):
     first, second = run_id(), run_id()
     stack.llm.add("perceiver", perception("Count the lines of notes.txt"), task=first)
     stack.llm.add("perceiver", perception("Report how many lines notes.txt has"), task=second)
+    stack.settings.workspace.mkdir(parents=True, exist_ok=True)
+    (stack.settings.workspace / "notes.txt").write_text("a\nb\n")     # the file it names
     for rid in (first, second):
         stack.submit(stack.user, rid, "count the lines of notes.txt")
     a, b = spec_of(stack, first), spec_of(stack, second)
     assert a.task_id != b.task_id and a.intent != b.intent
     assert a.intent_slug == b.intent_slug
+    assert [(r.text, r.kind, r.status) for r in a.referents] == [("notes.txt", "file", "found")]
+
+
+def test_a_goal_that_reads_a_missing_file_costs_no_model_call(stack):
+    """Referents resolved in code before any model call: the TaskSpec says what is missing and
+    what is near; the perceiver does not ask its model (the user's words are the spec)."""
+    rid = run_id()
+    stack.settings.workspace.mkdir(parents=True, exist_ok=True)
+    (stack.settings.workspace / "report_2022.txt").write_text("x\n")
+    stack.submit(stack.user, rid, "How many lines are in report_2023.txt?")
+    spec = spec_of(stack, rid)
+    ref = spec.referents[0]
+    assert (ref.kind, ref.status, ref.near) == ("file", "missing", ["report_2022.txt"])
+    assert spec.intent == "How many lines are in report_2023.txt?"
+    assert not [e for e in tasklog.read(stack.settings.tasks_dir, rid) if e["kind"] == "llm_call"]
 
 
 def test_resolved_relative_date_falls_back_to_the_users_words(stack):
@@ -153,6 +170,7 @@ def test_greeting_ends_the_run_with_a_conversational_reply(stack):
 def test_llm_failure_still_yields_an_honest_task_spec(stack):
     rid = run_id()
     stack.llm.add("perceiver", Http(500), task=rid)
+    (stack.settings.workspace / "logs").mkdir(parents=True, exist_ok=True)   # what it names
     stack.submit(stack.user, rid, "compress the logs folder")
     spec = spec_of(stack, rid)
     assert spec.intent == "compress the logs folder"
