@@ -297,9 +297,9 @@ def test_concurrent_tasks_do_not_mix_and_a_rerun_keeps_the_slug(e2e):
         e2e.llm.add("planner", plan(subtask(intent, ["count printed"])), task=rid)
         e2e.llm.add("metaval", accept(f"{word} counted", merged_output=f"{word.upper()}-COUNT"),
                     task=rid)
-    (e2e.settings.workspace / "notes.txt").write_text("alpha beta\n")   # the file it names
+    (e2e.settings.workspace / "words.txt").write_text("alpha beta\n")   # the file it names
     for word, rid in rids.items():
-        e2e.session.submit(f"count the {word} words in notes.txt", run_id=rid, deadline_s=60)
+        e2e.session.submit(f"count the {word} words in words.txt", run_id=rid, deadline_s=60)
     finals = {}
     threads = [threading.Thread(target=lambda w=w, r=r: finals.__setitem__(w, e2e.session.follow(r, 60)))
                for w, r in rids.items()]
@@ -319,10 +319,10 @@ def test_concurrent_tasks_do_not_mix_and_a_rerun_keeps_the_slug(e2e):
     rerun = new_rid("ra")
     intent = f"count alpha words {rerun}"
     e2e.router.simple(intent, "ALPHA-COUNT", ["count printed"])
-    e2e.llm.add("perceiver", perception("tally alpha words in notes.txt"), task=rerun)
+    e2e.llm.add("perceiver", perception("tally alpha words in words.txt"), task=rerun)
     e2e.llm.add("planner", plan(subtask(intent, ["count printed"])), task=rerun)
     e2e.llm.add("metaval", accept("alpha counted", merged_output="ALPHA-COUNT"), task=rerun)
-    again = run_task(e2e, rerun, "count the alpha words in notes.txt")
+    again = run_task(e2e, rerun, "count the alpha words in words.txt")
     assert again.task_id != rids["alpha"] and again.intent_slug == finals["alpha"].intent_slug
 
 
