@@ -9,7 +9,8 @@ from pydantic import BaseModel
 
 from scripted_llm import Delay, Drop, Http, ScriptedLLM
 from services.runtime import tasklog
-from services.runtime.llm import LLMClient, LLMError, extract_json, parse_model, strip_reasoning, tier_config
+from services.runtime.llm import (BudgetSpent, Budgeted, CallBudget, LLMClient, LLMError,
+                                  extract_json, parse_model, strip_reasoning, tier_config)
 
 
 class Plan(BaseModel):
@@ -89,6 +90,20 @@ def test_retries_on_5xx_429_and_dropped_connections(client, llm_server):
     llm_server.add("planner", {"steps": []})
     assert client.complete_json(Plan, "s", "u").steps == []
     assert llm_server.calls("planner") == 4
+
+
+def test_the_budget_counts_every_request_retries_and_repairs_included(client, llm_server):
+    """A retry after a failed request and a JSON repair re-ask are model calls like any other:
+    a budget of 3 lets exactly 3 requests reach the server, the 4th is never made."""
+    budget = CallBudget(3)
+    budgeted = Budgeted(client, budget)
+    llm_server.add("planner", Http(500)).add("planner", "prose, not JSON")
+    llm_server.add("planner", {"steps": ["ls"]}, times=5)
+    assert budgeted.complete_json(Plan, "s", "u").steps == ["ls"]   # 500, prose, repair
+    assert llm_server.calls("planner") == 3 and budget.used == 3
+    with pytest.raises(BudgetSpent):
+        budgeted.complete_text("s", "u")
+    assert llm_server.calls("planner") == 3
 
 
 def test_bounded_retries_then_clear_error(client, llm_server):

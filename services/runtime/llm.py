@@ -68,25 +68,19 @@ class CallBudget:
 
 
 class Budgeted:
-    """An LLM client whose calls count against a CallBudget (everything else passes through)."""
+    """An LLM client whose requests count against a CallBudget (everything else passes
+    through). Every request to the model counts, a retry after a time-out and a JSON repair
+    re-ask included: the bound is on model calls made, as the task log records them."""
 
     def __init__(self, llm, budget: CallBudget):
         object.__setattr__(self, "_llm", llm)
-        object.__setattr__(self, "_budget", budget)
+        llm.budget = budget
 
     def __getattr__(self, name):
         return getattr(self._llm, name)
 
     def __setattr__(self, name, value):
         setattr(self._llm, name, value)
-
-    def complete_text(self, *args, **kwargs):
-        self._budget.take()
-        return self._llm.complete_text(*args, **kwargs)
-
-    def complete_json(self, *args, **kwargs):
-        self._budget.take()
-        return self._llm.complete_json(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -296,6 +290,7 @@ class LLMClient:
         self.settings = settings
         self.bus = bus
         self.on_usage = on_usage
+        self.budget: CallBudget | None = None     # set by Budgeted: each request takes one
         self.last_usage = Usage()
         self._sdk = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
                                   timeout=settings.llm_timeout_s, max_retries=0)
@@ -373,6 +368,8 @@ class LLMClient:
         attempts = max(1, self.settings.llm_retries + 1)
         last_error = "unknown error"
         for attempt in range(attempts):
+            if self.budget is not None:
+                self.budget.take()      # BudgetSpent: this request is not made
             started = time.monotonic()
             try:
                 resp = self._sdk.chat.completions.create(extra_headers=headers,
