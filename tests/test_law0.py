@@ -445,7 +445,7 @@ def test_agreement_on_a_near_match_of_a_missing_name_is_not_verified(settings, w
                                                   "towns.csv"})
     j = av.judge(result([run(settings, mean)], "20.0"))
     assert j.kind == "matched" and not j.outcome.verified
-    assert any("'rating', which no file has (the work used 'ratings_count')" in u
+    assert any("'rating', which the workspace lacks, and the work read 'ratings_count'" in u
                for u in j.outcome.unverified)
 
 

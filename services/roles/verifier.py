@@ -265,13 +265,10 @@ class Verifier:
         if report.kind == "verified" or echo_only:
             commands = [r.target for r in records] + [self.derived.command if self.derived
                                                       else ""]
-            near = ev.near_matches(self.goal, self.before_dir or self.workspace, commands)
-            misread = referents.misread(referents.coerce(self.subtask.referents), commands)
-            if near or misread:
+            misread = referents.misread(referents.coerce(self.subtask.referents), commands,
+                                        goal=self.goal, root=self.before_dir or self.workspace)
+            if misread:
                 report.kind = "unverified"
-                if near:
-                    report.unverified.append("the goal names " + ", ".join(
-                        f"{t!r}, which no file has (the work used {w!r})" for t, w in near[:3]))
                 report.unverified += misread
             else:
                 self._confirm(report, records, file, independent_of=echo_only)

@@ -282,20 +282,6 @@ def workspace_words(root: str, *, max_bytes: int = 8 << 20) -> set[str]:
     return seen
 
 
-def near_matches(goal: str, root: str, commands: Iterable[str]) -> list[tuple[str, str]]:
-    """(what the goal names, what the work used instead): a name of the goal that the workspace
-    lacks, while the commands read a longer name of the workspace that contains it (`rating` →
-    the column `ratings_count`). Agreement computed on a near match answers another question:
-    an impossible goal answered with a near match is the failure shape this catches."""
-    absent = [t for t in absent_terms(goal, root) if len(t) >= 4 and re.fullmatch(r"[\w-]+", t)]
-    if not absent:
-        return []
-    words = workspace_words(root)
-    used = {w.lower() for c in commands for w in re.findall(r"[A-Za-z0-9_]+", c or "")}
-    return [(t, w) for t in absent for w in sorted(used & words)
-            if t in w and len(w) > len(t)]
-
-
 def _content_lines(text: str, *, strip: bool = True) -> list[str]:
     lines = [ln.rstrip() if strip else ln.rstrip("\r")
              for ln in (text or "").replace("\r\n", "\n").split("\n")]

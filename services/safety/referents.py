@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from services.safety.evidence import SKIP_DIRS, STOPWORDS, asks_to_change
+from services.safety.evidence import SKIP_DIRS, STOPWORDS, absent_terms, asks_to_change, \
+    workspace_words
 
 KINDS = ("file", "folder", "extension", "field", "value")
 MAX_FILES = 5000
@@ -495,10 +496,15 @@ def absence_report(refs: list[Referent]) -> str:
     return "; ".join(parts)
 
 
-def misread(refs: Iterable[Referent], commands: Iterable[str]) -> list[str]:
+def misread(refs: Iterable[Referent], commands: Iterable[str], *, goal: str = "",
+            root: str = "") -> list[str]:
     """Work that read another referent than the one the goal names: a near match of a missing
     referent, or a sibling of a named file (one of its near matches) while the named file itself
-    was never read. One line per case; empty when the work read what the goal names."""
+    was never read. With `goal` and `root`, the same for any word of the goal that names
+    something the workspace lacks (no file name, no word of a file) while the work read a longer
+    name of the workspace that contains it (`rating` -> the column `ratings_count`): a referent
+    the extraction did not label. One line per case; empty when the work read what the goal
+    names."""
     text = "\n".join(c or "" for c in commands)
     low = text.lower()
 
@@ -507,7 +513,9 @@ def misread(refs: Iterable[Referent], commands: Iterable[str]) -> list[str]:
         return bool(base) and re.search(rf"(?<![\w.-]){re.escape(base)}(?![\w-])", low) is not None
 
     out = []
+    labelled = set()
     for ref in refs:
+        labelled.add(ref.text.lower())
         if ref.status == "missing" and ref.role == "read":
             hits = [n for n in ref.near if used(n)]
             if hits:
@@ -518,6 +526,14 @@ def misread(refs: Iterable[Referent], commands: Iterable[str]) -> list[str]:
             hits = [n for n in ref.near if used(n)]
             if hits:
                 out.append(f"the goal names {ref.text!r}, but the work read {hits[0]!r}")
+    if goal and root:
+        absent = [t for t in absent_terms(goal, root) if len(t) >= 4 and
+                  re.fullmatch(r"[\w-]+", t) and t not in labelled]
+        if absent:
+            words = workspace_words(root)
+            read = {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", text)} & words
+            out += [f"the goal names {t!r}, which the workspace lacks, and the work read {w!r} "
+                    f"instead" for t in absent for w in sorted(read) if t in w and len(w) > len(t)]
     return out
 
 
