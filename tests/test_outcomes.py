@@ -49,6 +49,22 @@ def test_a_file_the_goal_makes_must_exist(settings):
     assert j.kind == "retry" and "unique.txt" in j.correction.what_was_wrong
 
 
+def test_not_possible_for_a_file_to_make_from_inputs_that_exist_is_not_done(settings):
+    """The goal makes backup/todo.txt from notes/todo.txt, which exists: an executor that
+    replies NOT POSSIBLE (after a command that failed) has not done it, whatever the checks
+    could or could not run; only a missing input could make the goal impossible."""
+    (settings.workspace / "notes").mkdir()
+    (settings.workspace / "notes" / "todo.txt").write_text("buy milk\n")
+    av = validator(settings, "Back up notes/todo.txt as backup/todo.txt")
+    failed = run(settings, "cp notes/todo.txt backup/todo.txt")
+    j = av.judge(result([failed], "No such file or directory", status="not_possible"))
+    assert j.kind == "retry" and "backup/todo.txt" in j.correction.what_was_wrong
+    # a missing input is another matter: then "not possible" may be the answer
+    av = validator(settings, "Back up notes/done.txt as backup/done.txt")
+    refs = referents.coerce(av.subtask.referents)
+    assert not record.inputs_present(refs)
+
+
 def test_nothing_found_for_what_the_workspace_holds_is_not_done(settings):
     (settings.workspace / "server.log").write_text("INFO start\nWARN disk \"low space\"\n")
     av = validator(settings, 'Which line of server.log mentions "low space"?')

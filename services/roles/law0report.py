@@ -56,7 +56,10 @@ def record_flaw(subtask: SubTask, goal: str, workspace: str, result: ExecutionRe
         return Law0Report("failed", bad, what_was_wrong=bad, answer=answer,
                           what_to_do="fix what failed and run the command again; answer "
                                      "with the value its output shows")
-    if subtask.goal and ev.asks_to_change(goal) and not claims_none:
+    if subtask.goal and ev.asks_to_change(goal) and (not claims_none or
+                                                      record.inputs_present(refs)):
+        # "not possible" about a goal that makes files, while everything it reads exists, is
+        # contradicted by the record: the deliverable is simply missing
         missing = record.undelivered(refs, workspace, goal)
         if missing:
             return Law0Report("failed", "; ".join(missing), what_was_wrong="; ".join(missing),

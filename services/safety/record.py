@@ -99,6 +99,14 @@ def undelivered(refs: Iterable[Referent], root: str, goal: str) -> list[str]:
     return out
 
 
+def inputs_present(refs: Iterable[Referent]) -> bool:
+    """The goal names something it reads, and the resolution found every such thing (no
+    missing file, folder, field, value or extension it reads): a claim that the goal cannot be
+    done has nothing to rest on."""
+    reads = [r for r in refs if r.role in ("read", "either") and r.status != "outside"]
+    return bool(reads) and all(r.status == "found" for r in reads)
+
+
 def found_things(refs: Iterable[Referent]) -> list[Referent]:
     """The values and fields a goal reads that the resolution found in the workspace: "nothing
     found" about them is contradicted by code. Empty when any of them is missing (then absence
