@@ -187,15 +187,14 @@ def biggest_city_with_a_check_that_derives_nothing(settings):
                                      "command": "awk -F, '$2==max {print $1}' cities.csv"})
 
 
-def test_an_empty_file_matching_an_empty_derivation_is_not_verified(settings, ws):
+def test_an_empty_file_matching_an_empty_derivation_is_not_done(settings, ws):
     av = biggest_city_with_a_check_that_derives_nothing(settings)
     write_nothing = run(settings, "awk -F, '$3==top {print $1}' cities.csv > biggest.txt")
     j = av.judge(result([write_nothing], "biggest.txt written"))
     assert j.kind == "retry" and "biggest.txt is empty" in j.correction.what_was_wrong
     j2 = av.judge(result([write_nothing], "biggest.txt written", attempt=2))
-    assert j2.kind == "matched" and not j2.outcome.verified
-    assert any("is empty and the independent check derived nothing" in u
-               for u in j2.outcome.unverified)
+    assert j2.kind == "failed" and not j2.outcome.verified
+    assert "biggest.txt is empty" in j2.outcome.failure_reason
 
 
 def test_a_file_with_content_is_not_rewritten_because_a_check_derived_nothing(settings, ws):
@@ -232,7 +231,7 @@ def test_changed_input_file_is_reported_not_verified(settings, ws):
     assert any("cities.csv" in u for u in j.outcome.unverified)
 
 
-def test_disagreement_is_a_correction_then_unverified(settings, ws):
+def test_disagreement_is_a_correction_then_a_failed_attempt(settings, ws):
     goal = "How many ERROR lines are in app.log?"
     require_sandbox(settings, "the second check in another form is a program")
     av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
@@ -245,9 +244,10 @@ def test_disagreement_is_a_correction_then_unverified(settings, ws):
     assert "grep -c ERROR app.log" in j.correction.what_was_wrong and "4" in \
         j.correction.what_was_wrong                                      # both outputs shown
     j2 = av.judge(result([run(settings, "wc -l < app.log")], "4", attempt=2))
-    assert j2.kind == "matched" and not j2.outcome.verified               # honest: unverified
-    assert any("does not state" in u or "did not print" in u or "printed" in u
-               for u in j2.outcome.unverified)
+    # contradicted, not "could not be confirmed": not done, and both outputs are in the reason
+    assert j2.kind == "failed" and not j2.outcome.verified and not j2.outcome.not_possible
+    assert "4" in j2.outcome.failure_reason and "grep -c ERROR app.log" in \
+        j2.outcome.failure_reason
 
 
 def test_agreeing_only_after_seeing_the_check_is_not_verified(settings, ws):
@@ -433,7 +433,7 @@ def test_a_data_file_goal_is_checked_by_a_program_on_a_scratch_copy(settings, ws
     assert j.kind == "failed" and j.outcome.not_possible and j.outcome.verified
 
 
-def test_agreement_on_a_near_match_of_a_missing_name_is_not_verified(settings, ws):
+def test_work_on_a_near_match_of_a_missing_name_is_not_done(settings, ws):
     # the goal names a column the data lacks; executor and check both read a longer name that
     # contains it, and agree: the answer is to another question (the impossible-goal shape)
     from services.roles.programs import python_command
@@ -444,9 +444,9 @@ def test_agreement_on_a_near_match_of_a_missing_name_is_not_verified(settings, w
                    {"output_file": "", "command": "awk -F, 'NR>1 {t+=$2; c++} END {print t/c}' "
                                                   "towns.csv"})
     j = av.judge(result([run(settings, mean)], "20.0"))
-    assert j.kind == "matched" and not j.outcome.verified
-    assert any("'rating', which the workspace lacks, and the work read 'ratings_count'" in u
-               for u in j.outcome.unverified)
+    assert j.kind == "retry" and not j.outcome
+    assert "'rating', which the workspace lacks, and the work read 'ratings_count'" in \
+        j.correction.what_was_wrong
 
 
 def test_the_same_program_twice_is_verified_only_on_data_it_cannot_misread(settings, ws):

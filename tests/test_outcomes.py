@@ -73,7 +73,7 @@ def test_nothing_found_for_what_the_workspace_holds_is_not_done(settings):
     assert j.kind == "retry" and "server.log" in j.correction.what_was_wrong
 
 
-def test_work_that_read_a_sibling_of_the_named_file_is_not_verified(settings):
+def test_work_that_read_a_sibling_of_the_named_file_is_not_done(settings):
     from test_law0 import require_sandbox
     require_sandbox(settings, "the second check in another form is a program")
     ws = settings.workspace
@@ -83,8 +83,10 @@ def test_work_that_read_a_sibling_of_the_named_file_is_not_verified(settings):
                    {"output_file": "", "command": "grep -c . report_2022.txt"},
                    "FILE: none\nPYTHON:\nprint(len(open('report_2022.txt').readlines()))")
     j = av.judge(result([run(settings, "wc -l < report_2022.txt")], "3"))
-    assert not j.outcome.verified
-    assert any("report_2022.txt" in u for u in j.outcome.unverified), j.outcome.unverified
+    assert j.kind == "retry" and "report_2022.txt" in j.correction.what_was_wrong
+    j = av.judge(result([run(settings, "wc -l < report_2022.txt")], "3", attempt=2))
+    assert j.kind == "failed" and not j.outcome.verified
+    assert "report_2022.txt" in j.outcome.failure_reason
 
 
 @pytest.mark.parametrize("answer, why", [

@@ -160,7 +160,6 @@ class AgentValidator:
         self.last_output: Any = None
         self.task_id = subtask.parent_task_id
         self.law0: Optional[Law0Report] = None
-        self.backed: Optional[tuple] = None   # the last answer only a checker disagreed with
         # With an independent checker on the bundled model, code alone decides (no opinion call)
         self.code_only = local and verifier is not None
 
@@ -190,9 +189,6 @@ class AgentValidator:
 
     # -- judging ------------------------------------------------------------------------------
     def judge(self, result: ExecutionResult) -> Judgement:
-        if result.status == "failed" and self.backed is not None and \
-                "budget is spent" in f"{result.uncertainty} {result.output}":
-            return self._report_backed(result)
         attempt = len(self.attempt_verdicts) + 1
         self.records += [(result.attempt, r) for r in result.tool_calls]
         self.last_output = result.output
@@ -259,9 +255,6 @@ class AgentValidator:
         if reply is not None and reply.verdict.strip().lower() == "failed" and \
                 all(v.failure_class == "environmental" for v in unmet):
             return self._final("failed", f"validator: {reply.what_was_wrong or 'cannot be done'}")
-        if law0 is not None and law0.disagreement and result.status == "completed" and \
-                law0.answer_stated:
-            self.backed = (verdicts, law0, result.output)   # values from tool outputs
         if attempt < self.max_attempts:
             first = unmet[0]
             wrong = (law0.what_was_wrong if law0 is not None and law0.kind == "failed" else
@@ -281,35 +274,11 @@ class AgentValidator:
                            what_was_wrong=correction.what_was_wrong,
                            what_to_do=correction.what_to_do)
             return Judgement("retry", correction=correction)
-        if law0 is not None and law0.disagreement and result.status == "completed" and \
-                law0.answer_stated:
-            # The answer may be right and the independent check wrong: done, but not verified.
-            self.attempt_verdicts[-1] = [v.model_copy(update={
-                "verdict": "pass", "failure_class": "", "checked": False,
-                "evidence": f"unverified: {law0.evidence}"[:500]}) for v in verdicts]
-            law0.kind = "unverified"
-            law0.unverified.append(law0.evidence)
-            return self._final("matched", None)
         last_issue = (law0.evidence if law0 is not None and law0.kind == "failed" else
                       reply.what_was_wrong if reply and reply.what_was_wrong
                       else f"not met: {unmet[0].criterion}")
         return self._final("failed", f"max retries ({self.max_attempts}) reached; last issue: "
                                      f"{last_issue}")
-
-    def _report_backed(self, result: ExecutionResult) -> Judgement:
-        """The call budget ran out in a later attempt: the earlier answer whose values tool
-        outputs show (only a checker disagreed) is reported as done but unverified, not
-        abandoned."""
-        verdicts, law0, output = self.backed
-        self.records += [(result.attempt, r) for r in result.tool_calls]
-        self.attempt_verdicts.append([v.model_copy(update={
-            "verdict": "pass", "failure_class": "", "checked": False,
-            "evidence": f"unverified: {law0.evidence}"[:500]}) for v in verdicts])
-        law0.kind = "unverified"
-        law0.unverified += [law0.evidence, f"a later attempt was cut short: "
-                                           f"{result.uncertainty or result.output}"]
-        self.law0, self.last_output = law0, output
-        return self._final("matched", None)
 
     def _verdicts(self, result: ExecutionResult, reply: Optional[ValidatorReply],
                   infra_error: str) -> list[CriterionVerdict]:

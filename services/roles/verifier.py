@@ -262,12 +262,24 @@ class Verifier:
         # check in the other form that is independent of the executor may still confirm it
         echo_only = report.kind == "unverified" and bool(report.doubts) and \
             report.unverified == report.doubts
+        refs = referents.coerce(self.subtask.referents)
+        root = self.before_dir or self.workspace
+        if report.kind in ("verified", "unverified"):
+            # the work read another thing than the one the goal names: it answered another
+            # question, so it is not done (only this attempt's commands: a retry may fix it)
+            wrong = referents.misread(refs, [r.target for r in (current or records)],
+                                      goal=self.goal, root=root)
+            if wrong:
+                return Law0Report(
+                    "failed", "; ".join(wrong), report.checks, answer=report.answer,
+                    what_was_wrong="; ".join(wrong),
+                    what_to_do="use exactly what the goal names, not a similar name; if it "
+                               "does not exist, reply NOT POSSIBLE: <what is missing>")
         if report.kind == "verified" or echo_only:
-            commands = [r.target for r in records] + [self.derived.command if self.derived
-                                                      else ""]
-            misread = referents.misread(referents.coerce(self.subtask.referents), commands,
-                                        goal=self.goal, root=self.before_dir or self.workspace)
+            misread = referents.misread(refs, [self.derived.command if self.derived else ""],
+                                        goal=self.goal, root=root)
             if misread:
+                # a check that read a near match confirms nothing
                 report.kind = "unverified"
                 report.unverified += misread
             else:
