@@ -55,7 +55,8 @@ def test_not_possible_for_a_file_to_make_from_inputs_that_exist_is_not_done(sett
     could or could not run; only a missing input could make the goal impossible."""
     (settings.workspace / "notes").mkdir()
     (settings.workspace / "notes" / "todo.txt").write_text("buy milk\n")
-    av = validator(settings, "Back up notes/todo.txt as backup/todo.txt")
+    av = validator(settings, "Back up notes/todo.txt as backup/todo.txt (the backup folder "
+                             "doesn't exist yet)")
     failed = run(settings, "cp notes/todo.txt backup/todo.txt")
     j = av.judge(result([failed], "No such file or directory", status="not_possible"))
     assert j.kind == "retry" and "backup/todo.txt" in j.correction.what_was_wrong

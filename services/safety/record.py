@@ -103,7 +103,11 @@ def inputs_present(refs: Iterable[Referent]) -> bool:
     """The goal names something it reads, and the resolution found every such thing (no
     missing file, folder, field, value or extension it reads): a claim that the goal cannot be
     done has nothing to rest on."""
-    reads = [r for r in refs if r.role in ("read", "either") and r.status != "outside"]
+    refs = list(refs)
+    made = [r.text.rstrip("/") + "/" for r in refs if r.role == "create"]
+    # a folder on the way to a file the goal makes is made with it ("backup" for backup/x.txt)
+    reads = [r for r in refs if r.role in ("read", "either") and r.status != "outside" and not (
+        r.status == "missing" and any(m.startswith(r.text.rstrip("/") + "/") for m in made))]
     return bool(reads) and all(r.status == "found" for r in reads)
 
 
