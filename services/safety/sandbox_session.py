@@ -77,11 +77,17 @@ os.set_blocking(wake_w, False)
 signal.set_wakeup_fd(wake_w)
 signal.signal(signal.SIGCHLD, lambda *_: None)
 send(b"r", b"{}")
-stdin = sys.stdin.buffer
+pending = [b""]
+def stdin_chunk():
+    chunk = os.read(0, 65536)
+    if not chunk:                                    # the client is gone: so is this sandbox
+        reap_all()
+        os._exit(0)
+    pending[0] += chunk
 while True:
-    line = stdin.readline()
-    if not line:
-        break
+    while b"\n" not in pending[0]:
+        stdin_chunk()
+    line, _, pending[0] = pending[0].partition(b"\n")
     req = json.loads(line)
     r, w = os.pipe()
     pid = os.fork()
@@ -106,7 +112,9 @@ while True:
         if left <= 0:
             timed_out = True
             break
-        ready, _, _ = select.select([wake_r] if eof else [r, wake_r], [], [], left)
+        ready, _, _ = select.select([wake_r, 0] if eof else [r, wake_r, 0], [], [], left)
+        if 0 in ready:
+            stdin_chunk()
         if r in ready:
             chunk = os.read(r, 65536)
             if chunk:
@@ -148,65 +156,125 @@ class NotStarted(SandboxGone):
 
 
 class Session:
-    """One long-lived sandbox: spawn (on a keeper thread that lives as long as it does, because
-    the kernel's parent-death signal follows the thread that forked), then `run` per command."""
+    """One long-lived sandbox, then `run` per command. Spawned on a keeper thread that lives as
+    long as the sandbox (the kernel's parent-death signal follows the thread that forked), or
+    (`keeper=False`) right here by a single-threaded process that lives longer than it does: the
+    spawner's zygote keeps a spare one that the next effector it forks adopts (`adopt`)."""
 
     def __init__(self, settings: Settings, *, workspace: str, network: bool,
                  read_roots: list[str], writable: bool, env: dict[str, str],
-                 wrap: Callable[[list[str]], list[str]]):
+                 wrap: Callable[[list[str]], list[str]], keeper: bool = True):
         self.settings = settings
         self.workspace = workspace
+        self.network, self.read_roots, self.writable = network, list(read_roots), writable
         self.env = dict(env, HOME=sandbox.SANDBOX_HOME, TMPDIR="/tmp", PWD=workspace)
-        self._argv = (wrap, network, read_roots, writable)
+        self._wrap = wrap
         self.proc: Optional[subprocess.Popen] = None
         self.limits: Optional[sandbox.Limits] = None
         self.ready = threading.Event()
         self.error = ""
         self.spawn_ms = 0.0
+        self._t0 = time.perf_counter()
         self._closed = threading.Event()
         self._lock = threading.Lock()      # one command at a time
-        self._keeper = threading.Thread(target=self._keep, name="sandbox-keeper", daemon=True)
-        self._keeper.start()
+        self._keeper: Optional[threading.Thread] = None
+        self._adopted = False              # a child of the zygote, not of this process
+        if keeper:
+            self._keeper = threading.Thread(target=self._keep, name="sandbox-keeper",
+                                            daemon=True)
+            self._keeper.start()
+        else:
+            try:
+                self._spawn()
+            except Exception as exc:  # noqa: BLE001 - reported to the caller, who falls back
+                self.error = f"{type(exc).__name__}: {exc}"
+                self.ready.set()
+                self._teardown()
+
+    def matches(self, *, workspace: str, network: bool, read_roots: list[str],
+                writable: bool) -> bool:
+        return (self.workspace, self.network, self.read_roots, self.writable) == \
+            (workspace, network, list(read_roots), writable)
+
+    def adopt(self, env: dict[str, str]) -> None:
+        """This process (a forked effector) takes the sandbox over, with its own environment."""
+        self.env = dict(env, HOME=sandbox.SANDBOX_HOME, TMPDIR="/tmp", PWD=self.workspace)
+        self._lock = threading.Lock()
+        self._adopted = True
+
+    def detach(self) -> None:
+        """The zygote's side after the fork: its copies of the pipes closed, the sandbox left
+        to the effector that adopted it (the zygote reaps the process when it ends)."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            for f in (proc.stdin, proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            proc.returncode = 0          # never waited for here: the zygote's reaper does it
+        self.limits = None
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def _keep(self) -> None:
-        wrap, network, read_roots, writable = self._argv
-        t0 = time.perf_counter()
+    def _spawn(self) -> None:
+        self.limits = sandbox.Limits(self.settings)
+        argv = sandbox.command_argv(self.settings, "", workspace=self.workspace,
+                                    network=self.network, read_roots=self.read_roots,
+                                    writable=self.writable)
+        # the same namespace, with the server (PID 1) where `bash -c command` was
+        cut = argv.index("--")
+        argv = argv[:cut] + ["--as-pid-1", "--", SERVER_PYTHON, "-I", "-S", "-c", SERVER]
+        self.proc = subprocess.Popen(self._wrap(self.limits.prefix() + argv),
+                                     cwd=self.workspace, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=self.env, process_group=0, close_fds=True, bufsize=0)
+
+    def _await_ready(self) -> None:
+        """Read the server's first frame (once; under the command lock)."""
+        if self.ready.is_set():
+            return
         try:
-            self.limits = sandbox.Limits(self.settings)
-            argv = sandbox.command_argv(self.settings, "", workspace=self.workspace,
-                                        network=network, read_roots=read_roots,
-                                        writable=writable)
-            # the same namespace, with the server (PID 1) where `bash -c command` was
-            cut = argv.index("--")
-            argv = argv[:cut] + ["--as-pid-1", "--", SERVER_PYTHON, "-I", "-S", "-c", SERVER]
-            self.proc = subprocess.Popen(wrap(self.limits.prefix() + argv), cwd=self.workspace,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, env=self.env,
-                                         process_group=0, close_fds=True, bufsize=0)
             kind, _ = self._frame(time.monotonic() + READY_TIMEOUT_S)
             if kind != b"r":
                 raise SandboxGone(f"unexpected first frame {kind!r}")
-            self.spawn_ms = (time.perf_counter() - t0) * 1000
+            self.spawn_ms = (time.perf_counter() - self._t0) * 1000
         except Exception as exc:  # noqa: BLE001 - reported to the caller, who falls back
             self.error = f"{type(exc).__name__}: {exc}"
+            self._teardown()
+        self.ready.set()
+
+    def _keep(self) -> None:
+        try:
+            self._spawn()
+            with self._lock:
+                self._await_ready()
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, who falls back
+            self.error = self.error or f"{type(exc).__name__}: {exc}"
             self.ready.set()
             self._teardown()
             return
-        self.ready.set()
         self._closed.wait()
         self._teardown()
 
     def alive(self) -> bool:
-        return (not self._closed.is_set() and not self.error and self.proc is not None
-                and self.proc.poll() is None)
+        proc = self.proc
+        if self._closed.is_set() or self.error or proc is None:
+            return False
+        if not self._adopted:
+            return proc.poll() is None
+        try:                                  # not our child: the zygote reaps it when it ends
+            os.kill(proc.pid, 0)
+            return True
+        except OSError:
+            return False
 
     def close(self) -> None:
         self._closed.set()
-        if not self._keeper.is_alive() or threading.current_thread() is self._keeper:
+        keeper = self._keeper
+        if keeper is None or not keeper.is_alive() or threading.current_thread() is keeper:
             self._teardown()
             return
-        self._keeper.join(10)
+        keeper.join(10)
 
     def _teardown(self) -> None:
         proc, self.proc = self.proc, None
@@ -220,18 +288,26 @@ class Session:
                     f.close()
                 except OSError:
                     pass
-            proc.wait()
+            try:
+                proc.wait(5)
+            except (ChildProcessError, subprocess.TimeoutExpired):
+                pass                             # adopted from the zygote: it reaps it
         if self.limits is not None:
             self.limits.cleanup()
+            self.limits = None
 
     # -- commands ----------------------------------------------------------------------------
     def run(self, command: str, timeout_s: float, feed: Callable[[bytes], None]
             ) -> tuple[int, bool]:
         """Run one command; output goes to `feed`; returns (exit code, timed out). Raises
         SandboxGone if the sandbox is unusable (nothing was run) or died under the command."""
-        if not self.ready.wait(READY_TIMEOUT_S + 5) or not self.alive():
-            raise NotStarted(self.error or "the sandbox is not running")
+        if self._keeper is not None and not self.ready.wait(READY_TIMEOUT_S + 5):
+            raise NotStarted("the sandbox did not start")
         with self._lock:
+            if self._keeper is None:
+                self._await_ready()
+            if not self.alive():
+                raise NotStarted(self.error or "the sandbox is not running")
             req = json.dumps({"cmd": command, "timeout": timeout_s, "cwd": self.workspace,
                               "env": self.env}).encode() + b"\n"
             try:
@@ -280,6 +356,24 @@ class Session:
                 raise SandboxGone("the sandbox ended")
             buf += chunk
         return bytes(buf)
+
+
+# The spare sandbox a spawner's zygote keeps ready for the next effector it forks (services/
+# roles/spawner.py); the effector's toolbox adopts it when its workspace and network match.
+SPARE: Optional[Session] = None
+
+
+def take_spare(*, workspace: str, network: bool, read_roots: list[str], writable: bool
+               ) -> Optional[Session]:
+    global SPARE
+    spare, SPARE = SPARE, None
+    if spare is None:
+        return None
+    if spare.matches(workspace=workspace, network=network, read_roots=read_roots,
+                     writable=writable) and not spare.error:
+        return spare
+    spare.close()
+    return None
 
 
 def usable(settings: Settings) -> bool:

@@ -156,11 +156,29 @@ class Toolbox:
             if s is None or (s.ready.is_set() and not s.alive()):
                 if s is not None:
                     s.close()
-                s = self._sessions[(network, writable)] = sandbox_session.Session(
-                    self.settings, workspace=self.workspace, network=network,
-                    read_roots=self.read_roots, writable=writable, env=self._env(),
-                    wrap=_with_pdeathsig)
+                s = sandbox_session.take_spare(workspace=self.workspace, network=network,
+                                               read_roots=self.read_roots, writable=writable)
+                if s is not None:        # the zygote's spare, started before this effector
+                    s.adopt(self._env())
+                else:
+                    s = sandbox_session.Session(
+                        self.settings, workspace=self.workspace, network=network,
+                        read_roots=self.read_roots, writable=writable, env=self._env(),
+                        wrap=_with_pdeathsig)
+                self._sessions[(network, writable)] = s
             return s
+
+    @classmethod
+    def spare(cls, settings: Settings) -> Optional["sandbox_session.Session"]:
+        """A sandbox for the next attempt, started now by a long-lived single-threaded process
+        (the spawner's zygote), for an effector forked from it to adopt: None where there is
+        no bubblewrap or reuse is off."""
+        tb = cls(settings)
+        if tb.sandbox.mode != "bubblewrap" or not sandbox_session.usable(settings):
+            return None
+        return sandbox_session.Session(settings, workspace=tb.workspace, network=tb.network,
+                                       read_roots=tb.read_roots, writable=True, env=tb._env(),
+                                       wrap=_with_pdeathsig, keeper=False)
 
     def _run_in_session(self, command: str, network: bool, writable: bool
                         ) -> tuple[str, int, bool] | None:
