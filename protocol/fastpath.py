@@ -43,10 +43,11 @@ class Unsupported(Exception):
 class _Mirror:
     """A model's Struct and the converter from a decoded Struct back to the pydantic model."""
 
-    __slots__ = ("model", "struct", "convert", "names")
+    __slots__ = ("model", "struct", "convert", "names", "flat")
 
-    def __init__(self, model, struct, convert, names):
+    def __init__(self, model, struct, convert, names, flat):
         self.model, self.struct, self.convert, self.names = model, struct, convert, names
+        self.flat = flat       # no nested model: the instance's __dict__ is its model_dump()
 
 
 _mirrors: dict[type, _Mirror | None] = {}
@@ -150,7 +151,7 @@ def _build(model: type) -> _Mirror:
     # msgspec wants required fields first; keyword-only lifts that (the wire is a map anyway)
     struct = msgspec.defstruct(f"{model.__name__}Wire", fields, kw_only=True,
                                forbid_unknown_fields=False)
-    return _Mirror(model, struct, _converter(model, names, nested), tuple(names))
+    return _Mirror(model, struct, _converter(model, names, nested), tuple(names), not nested)
 
 
 def _converter(model: type, names: list[str], nested: list[tuple[str, Callable]]
@@ -191,6 +192,13 @@ def body_codecs() -> dict[str, BodyCodec]:
         if mirror is not None:
             out[name] = BodyCodec(mirror)
     return out
+
+
+def flat_types() -> frozenset[str]:
+    """Catalogue types whose validated instance's `__dict__` is already the plain body (only
+    mirrored scalars, lists and maps of them): a sender copies it instead of serializing."""
+    return frozenset(n for n, m in MESSAGE_TYPES.items()
+                     if (mirror := mirror_of(m)) is not None and mirror.flat)
 
 
 def fast_types() -> tuple[list[str], list[str]]:

@@ -154,3 +154,12 @@ def test_a_new_catalogue_type_gets_the_fast_path_with_no_code_of_its_own():
 def msgpack_decode(struct, body: dict):
     import msgspec
     return msgspec.msgpack.decode(msgpack.packb(body), type=struct)
+
+
+def test_flat_bodies_are_the_models_own_fields():
+    samples = all_samples()
+    flat = fastpath.flat_types()
+    assert "LlmUsage" in flat and "TaskSpec" not in flat
+    for name in flat:
+        sample = samples[name]
+        assert dict(sample.__dict__) == sample.model_dump(), name

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import zmq
 
-from .. import curve, routes, signing
+from .. import curve, fastpath, routes, signing
 from ..envelope import NO_TASK, Envelope, ProtocolError, decode, encode, topic_for
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
@@ -32,6 +32,7 @@ _SNDMORE = int(zmq.SNDMORE)
 _DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itself (PUB lock)
 # The backend's send, under pyzmq's sugar (which only adds routing_id/group handling we never
 # use): half the cost per frame, three frames per message.
+_FLAT = fastpath.flat_types()   # bodies that are the model's own __dict__ (fastpath.py)
 _RAW_SEND = next((c.__dict__["send"] for c in zmq.Socket.__mro__[1:] if "send" in c.__dict__),
                  zmq.Socket.send)
 
@@ -334,7 +335,8 @@ class BusClient(Inbound):
             raise ValueError(f"{tname} is not a catalogue message type")
         if task is None:
             task = getattr(msg, "task_id", None) or getattr(msg, "parent_task_id", None) or NO_TASK
-        env = Envelope(tname, msg.__pydantic_serializer__.to_python(msg),  # = dump_body(msg)
+        body = dict(msg.__dict__) if tname in _FLAT else msg.__pydantic_serializer__.to_python(msg)
+        env = Envelope(tname, body,  # = dump_body(msg)
                        as_role or self.role, self.node, 0, task,
                        msg_id or f"{self._id_prefix}{next(self._id_counter):x}", time.time(), to,
                        corr, reply_to, trace)
