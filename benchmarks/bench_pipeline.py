@@ -156,9 +156,9 @@ def main() -> int:
         settings = load_settings()
         settings.ensure_dirs()
         t0 = time.perf_counter()
-        daemon.up(settings, timeout_s=180)
-        up_s = time.perf_counter() - t0
         try:
+            daemon.up(settings, timeout_s=180)      # inside: a failed start is taken down too
+            up_s = time.perf_counter() - t0
             sub = Submitter(settings)
             for i in range(3):                                   # warm-up (imports, caches)
                 sub.run(f"run-warm-{i}")

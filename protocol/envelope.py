@@ -3,9 +3,12 @@
 Wire format: ZeroMQ frames `[topic, msgpack(envelope), mac]` — the third, an HMAC over the first
 two, only with signing on (protocol/signing.py; off: `[topic, msgpack(envelope)]`). Topics are
 prefix-matchable: `<Type>/<task_id>` for task traffic, `<Type>/-` without a task, and
-`@<node>/<Type>` for messages directed at one process (acks, replies, the readiness probe). The
-envelope is checked by hand (it is on the hot path); the body is validated with the type's pydantic
-model.
+`@<node>/<Type>` for messages directed at one process (acks, replies, the readiness probe).
+
+On the hot path msgspec decodes the envelope and validates the body in C against Structs derived
+from the pydantic catalogue (protocol/fastpath.py); the hand-written reference decoder
+(`_decode_slow`) and the pydantic models decide everything the fast path does not accept, so what
+is accepted and the reason a frame is refused are the same either way.
 """
 from __future__ import annotations
 
@@ -14,12 +17,13 @@ import hashlib
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, Collection
 
 import msgpack
+import msgspec
 from pydantic import ValidationError
 
+from .fastpath import WireEnvelope, body_codecs
 from .messages import MESSAGE_TYPES, Body
 from .signing import Signer
 
@@ -38,32 +42,74 @@ class ProtocolError(Exception):
         self.detail = detail
 
 
-@dataclass(slots=True)
 class Envelope:
-    type: str
-    body: dict
-    sender: str                    # role
-    node: str                      # unique process id, e.g. planner-1-4711-ab12
-    seq: int = 0                   # per (node, stream) sequence number
-    task: str = NO_TASK
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    ts: float = field(default_factory=time.time)
-    to: str | None = None          # receiver role (None = observers)
-    corr: str | None = None        # correlation id (reply to / ack of)
-    reply_to: str | None = None    # node that wants the reply
-    trace: str | None = None
-    v: int = PROTOCOL_VERSION
+    """One bus message: the header fields and the body (a map).
+
+    A received envelope keeps its body as the raw msgpack bytes it arrived in (`_raw`, a slice of
+    the payload, never copied) and, on the fast path, the body already decoded and validated by
+    msgspec (`_parsed`): `body` (the plain dict) is only built if someone reads it, and
+    `parse_body` turns the validated Struct into the pydantic model without validating twice."""
+
+    __slots__ = ("type", "_body", "sender", "node", "seq", "task", "id", "ts", "to", "corr",
+                 "reply_to", "trace", "v", "_raw", "_parsed", "_model")
+
+    def __init__(self, type: str, body: dict | None, sender: str, node: str, seq: int = 0,
+                 task: str = NO_TASK, id: str | None = None, ts: float | None = None,
+                 to: str | None = None, corr: str | None = None, reply_to: str | None = None,
+                 trace: str | None = None, v: int = PROTOCOL_VERSION):
+        self.type = type
+        self._body = body
+        self.sender = sender             # role
+        self.node = node                 # unique process id, e.g. planner-1-4711-ab12
+        self.seq = seq                   # per (node, stream) sequence number
+        self.task = task
+        self.id = uuid.uuid4().hex if id is None else id
+        self.ts = time.time() if ts is None else ts
+        self.to = to                     # receiver role (None = observers)
+        self.corr = corr                 # correlation id (reply to / ack of)
+        self.reply_to = reply_to         # node that wants the reply
+        self.trace = trace
+        self.v = v
+        self._raw = None                 # the body's msgpack bytes, as received
+        self._parsed = None              # the body validated by msgspec (fastpath.py)
+        self._model = None               # the body as its pydantic model (parse_body)
+
+    @property
+    def body(self) -> dict:
+        body = self._body
+        if body is None:
+            raw = self._raw
+            body = self._body = _unpackb(raw, raw=False, strict_map_key=True) \
+                if raw is not None else {}
+        return body
+
+    @body.setter
+    def body(self, value: dict) -> None:
+        self._body, self._raw, self._parsed, self._model = value, None, None, None
 
     def to_wire(self) -> dict:
         return {"v": self.v, "id": self.id, "ts": self.ts, "type": self.type, "from": self.sender,
                 "node": self.node, "seq": self.seq, "task": self.task, "to": self.to,
                 "corr": self.corr, "reply_to": self.reply_to, "trace": self.trace, "body": self.body}
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Envelope):
+            return NotImplemented
+        return self.to_wire() == other.to_wire()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaced
+
+    def __repr__(self) -> str:
+        return (f"Envelope(type={self.type!r}, sender={self.sender!r}, node={self.node!r}, "
+                f"seq={self.seq}, task={self.task!r}, id={self.id!r}, to={self.to!r}, "
+                f"corr={self.corr!r}, body={self.body!r})")
+
 
 _STR_FIELDS = ("id", "type", "from", "node", "task")
 _OPT_STR_FIELDS = ("to", "corr", "reply_to", "trace")
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def topic_for(type_name: str, task: str | None = None, node: str | None = None) -> bytes:
     if node:
         return f"@{node}/{type_name}".encode()
@@ -101,19 +147,71 @@ def owner(task_id: str, instances: int, alive: Collection[int] | None = None) ->
     return order[0]
 
 
-_packers = threading.local()
+_encoders = threading.local()
+_wire_decoder = msgspec.msgpack.Decoder(WireEnvelope)
+_BODY_CODECS = body_codecs()      # type name -> msgspec decoder + converter (fastpath.py)
+_DecodeError = (msgspec.ValidationError, msgspec.DecodeError)
 
 
 def encode(env: Envelope) -> bytes:
+    """The envelope as msgpack: msgspec's encoder (C; byte-for-byte what msgpack's Packer with
+    use_bin_type writes for these values), one per thread."""
     try:
-        packer = _packers.packer
-    except AttributeError:  # a Packer is reused per thread: a third cheaper than packb
-        packer = _packers.packer = msgpack.Packer(use_bin_type=True)
-    return packer.pack(env.to_wire())
+        encoder = _encoders.encoder
+    except AttributeError:
+        encoder = _encoders.encoder = msgspec.msgpack.Encoder()
+    return encoder.encode(env.to_wire())
 
 
 def decode(frames: list[bytes], max_bytes: int, signer: Signer | None = None
            ) -> tuple[bytes, Envelope]:
+    """Frames → (topic, envelope) with the envelope checked; raises ProtocolError.
+
+    The fast path: msgspec decodes and checks the header and decodes + validates the body against
+    the type's Struct (fastpath.py), all in C. Anything it refuses, and every type pydantic keeps,
+    goes through `_decode_slow`, the reference decoder, which accepts or names the reason exactly
+    as before (a non-Python sender sees the same protocol either way)."""
+    n = len(frames)
+    if signer is None:
+        if n != 2:
+            return _decode_slow(frames, max_bytes, signer)
+        topic, payload = frames
+    else:
+        if n != 3:
+            return _decode_slow(frames, max_bytes, signer)
+        topic, payload, mac = frames
+    if len(payload) > max_bytes or len(topic) > MAX_TOPIC_BYTES:
+        return _decode_slow(frames, max_bytes, signer)
+    if signer is not None and not signer.verify(topic, payload, mac):
+        raise ProtocolError("bad_signature", f"wrong MAC on {topic[:64]!r}")
+    try:
+        w = _wire_decoder.decode(payload)
+    except _DecodeError:
+        return _decode_slow([topic, payload], max_bytes)  # the MAC is checked already
+    if w.v != PROTOCOL_VERSION or w.seq < 0 or w.type not in MESSAGE_TYPES:
+        return _decode_slow([topic, payload], max_bytes)
+    codec = _BODY_CODECS.get(w.type)
+    raw = w.body
+    parsed = None
+    try:
+        if codec is not None:
+            parsed = codec.decoder.decode(raw)
+            body = None
+        else:                                              # pydantic's type: check the map now
+            body = _unpackb(raw, raw=False, strict_map_key=True)
+            if type(body) is not dict:
+                raise ValueError
+    except Exception:  # noqa: BLE001 - any refusal: the reference decoder names the reason
+        return _decode_slow([topic, payload], max_bytes)
+    env = Envelope(w.type, body, w.from_, w.node, w.seq, w.task, w.id, w.ts, w.to, w.corr,
+                   w.reply_to, w.trace, PROTOCOL_VERSION)
+    env._raw = raw
+    env._parsed = parsed
+    return topic, env
+
+
+def _decode_slow(frames: list[bytes], max_bytes: int, signer: Signer | None = None
+                 ) -> tuple[bytes, Envelope]:
     """Frames → (topic, envelope) with the envelope checked; raises ProtocolError.
 
     With a signer the frames are `[topic, payload, mac]` and the MAC is checked (constant time)
@@ -173,10 +271,23 @@ def decode(frames: list[bytes], max_bytes: int, signer: Signer | None = None
 
 
 def parse_body(env: Envelope) -> Body:
-    """Validate the body against its type's model; raises ProtocolError('schema')."""
+    """Validate the body against its type's model; raises ProtocolError('schema').
+
+    On the fast path the body was validated by msgspec when it was decoded: the model is built
+    from it without a second validation. Otherwise (a pydantic-only type, a body msgspec refused,
+    an envelope built in this process) pydantic validates, as the reference."""
+    model = env._model
+    if model is not None:
+        return model
+    parsed = env._parsed
+    if parsed is not None:
+        model = env._model = _BODY_CODECS[env.type].convert(parsed)
+        return model
     try:
         # the model's validator itself: what model_validate runs, minus its Python wrapper
-        return MESSAGE_TYPES[env.type].__pydantic_validator__.validate_python(env.body)
+        model = env._model = MESSAGE_TYPES[env.type].__pydantic_validator__.validate_python(
+            env.body)
+        return model
     except ValidationError as exc:
         first = exc.errors()[0] if exc.errors() else {}
         loc = ".".join(str(p) for p in first.get("loc", ()))

@@ -122,6 +122,8 @@ class Settings:
     sandbox_network: bool = False        # ARTOO_SANDBOX_NETWORK: every run may use the network
     sandbox_max_procs: int = 256         # processes per tool command (a fork bomb stops there)
     sandbox_max_file_bytes: int = 1 << 30  # the largest file a tool command may write
+    sandbox_reuse: bool = True           # ARTOO_SANDBOX_REUSE: one sandbox per subtask attempt
+                                         # (a command server inside), not one per command
     search_url: str = ""                 # ARTOO_SEARCH_URL: SearXNG-style JSON search endpoint
     undo_max_bytes: int = 200 << 20      # larger approved deletes/overwrites get no undo copy
 

@@ -61,7 +61,9 @@ class Signer:
 
     def mac(self, topic: bytes, payload: bytes) -> bytes:
         inner = self._inner.copy()
-        inner.update(_TOPIC_LEN.pack(len(topic)) + topic + payload)
+        inner.update(_TOPIC_LEN.pack(len(topic)))
+        inner.update(topic)
+        inner.update(payload)             # the payload as built (or received): never copied
         outer = self._outer.copy()
         outer.update(inner.digest())
         return outer.digest()

@@ -42,6 +42,12 @@ class Subscription:
     every_copy: bool = False       # also byte-identical re-sends (an idempotent observer: no
                                    # replay filter), e.g. a registry of the tasks begun on the bus
 
+    def __post_init__(self) -> None:
+        # nothing to check but the directed-topic rule and the replay filter: the hot path
+        self.plain = not (self.ack or self.partition or self.threaded or self.request
+                          or self.task or self.when is not None or self.raw
+                          or self.type_name == ALL)
+
     @property
     def ack_role(self) -> str | None:
         return self.ack if isinstance(self.ack, str) else None
@@ -76,3 +82,28 @@ class Lru(OrderedDict):
         self.move_to_end(key)
         if len(self) > self.cap:
             self.popitem(last=False)
+
+
+class SeenSet:
+    """Membership of the last `cap` keys at least (at most 2 × cap): two generations of plain
+    sets, swapped when the young one is full. O(1) and a C call per lookup and insert, where an
+    ordered LRU costs a move-to-end and a size check in Python per message."""
+
+    __slots__ = ("cap", "young", "old")
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.young: set = set()
+        self.old: set = set()
+
+    def __contains__(self, key) -> bool:
+        return key in self.young or key in self.old
+
+    def add(self, key) -> None:
+        young = self.young
+        young.add(key)
+        if len(young) >= self.cap:
+            self.old, self.young = young, set()
+
+    def __len__(self) -> int:
+        return len(self.young | self.old)

@@ -259,6 +259,7 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     gate = law1.ApprovalGate(client, subtask, settings, deadline_at=deadline_at)
     toolbox = Toolbox(settings, approve=gate.ask, undo=law1.UndoStore(settings, task_id),
                       subtask_id=sid)
+    toolbox.prewarm()              # the attempt's one sandbox starts while the bus connects
     journal = ToolJournal(settings, task_id, sid, deadline_at)
     executor = Executor(subtask, llms["executor"], toolbox, settings, journal=journal)
     verifier = Verifier(subtask, llms["verifier"], settings) if llms.get("verifier") else None
@@ -294,6 +295,7 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     finally:
         if verifier is not None:
             verifier.close()
+        toolbox.close()
         client.stop(drain_s=0.2)
 
 

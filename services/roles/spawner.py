@@ -114,6 +114,18 @@ def zygote_main(fd: int) -> int:
     from services.safety import law1
     from protocol.messages import SubTask as _SubTask
     law1.classify("ls | wc -l > /dev/null", workspace=settings.workspace)  # warm bashlex tables
+    from services.safety import sandbox_session
+    from services.safety.tools import Toolbox
+
+    def new_spare() -> None:
+        """The next effector's sandbox, started now (it adopts it if its workspace and network
+        match): spawn-to-ready off the subtask's path."""
+        try:
+            sandbox_session.SPARE = Toolbox.spare(settings)
+        except Exception as exc:  # noqa: BLE001 - the effector starts its own then
+            log.warning("no spare sandbox: %s", exc)
+            sandbox_session.SPARE = None
+    new_spare()
     try:
         llms = effector.build_llms(settings)
     except Exception as exc:                       # the effector reports it as its outcome
@@ -172,6 +184,9 @@ def zygote_main(fd: int) -> int:
                 sys.stdout.flush()
                 os._exit(code)
         os.close(w)
+        if sandbox_session.SPARE is not None:      # the child has it now: start the next one
+            sandbox_session.SPARE.detach()
+            new_spare()
         children[pid] = {"key": key, "fd": r, "t0": t0}
         ready_fds[r] = pid
         send_frame(sock, {"ev": "forked", "key": key, "pid": pid})
@@ -233,6 +248,8 @@ def zygote_main(fd: int) -> int:
     finally:
         for pid in list(children):
             _kill_session(pid)
+        if sandbox_session.SPARE is not None:
+            sandbox_session.SPARE.close()
 
 
 # ---------------------------------------------------------------------------------------------

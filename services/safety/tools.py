@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from protocol.settings import Settings
 
-from . import law1, sandbox
+from . import law1, sandbox, sandbox_session
 
 _PR_SET_PDEATHSIG = 1
 try:
@@ -128,6 +128,74 @@ class Toolbox:
         self.sandbox = sandbox.status(settings)
         self.network = bool(settings.sandbox_network)
         Path(self.workspace).mkdir(parents=True, exist_ok=True)
+        # one long-lived sandbox per (network, writable), reused by every command of the attempt
+        self._sessions: dict[tuple[bool, bool], sandbox_session.Session] = {}
+        self._sessions_lock = threading.Lock()
+        self._reuse = False     # on for an attempt's toolbox (prewarm); a one-off check: one-shot
+
+    # -- the attempt's sandbox ----------------------------------------------------------------
+    def prewarm(self) -> None:
+        """This toolbox is a subtask attempt's: its commands share one long-lived sandbox,
+        started now, in the background, so it is ready by the first command (its start
+        overlaps the first LLM turn). Without it every command gets a sandbox of its own."""
+        self._reuse = self.sandbox.mode == "bubblewrap" and \
+            sandbox_session.usable(self.settings)
+        if self._reuse:
+            self._session(self.network, True)
+
+    def close(self) -> None:
+        """End the attempt's sandboxes (their processes and cgroups)."""
+        with self._sessions_lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for s in sessions:
+            s.close()
+
+    def _session(self, network: bool, writable: bool) -> "sandbox_session.Session":
+        with self._sessions_lock:
+            s = self._sessions.get((network, writable))
+            if s is None or (s.ready.is_set() and not s.alive()):
+                if s is not None:
+                    s.close()
+                s = sandbox_session.take_spare(workspace=self.workspace, network=network,
+                                               read_roots=self.read_roots, writable=writable)
+                if s is not None:        # the zygote's spare, started before this effector
+                    s.adopt(self._env())
+                else:
+                    s = sandbox_session.Session(
+                        self.settings, workspace=self.workspace, network=network,
+                        read_roots=self.read_roots, writable=writable, env=self._env(),
+                        wrap=_with_pdeathsig)
+                self._sessions[(network, writable)] = s
+            return s
+
+    @classmethod
+    def spare(cls, settings: Settings) -> Optional["sandbox_session.Session"]:
+        """A sandbox for the next attempt, started now by a long-lived single-threaded process
+        (the spawner's zygote), for an effector forked from it to adopt: None where there is
+        no bubblewrap or reuse is off."""
+        tb = cls(settings)
+        if tb.sandbox.mode != "bubblewrap" or not sandbox_session.usable(settings):
+            return None
+        return sandbox_session.Session(settings, workspace=tb.workspace, network=tb.network,
+                                       read_roots=tb.read_roots, writable=True, env=tb._env(),
+                                       wrap=_with_pdeathsig, keeper=False)
+
+    def _run_in_session(self, command: str, network: bool, writable: bool
+                        ) -> tuple[str, int, bool] | None:
+        """The command in the attempt's sandbox; None if that sandbox cannot start (nothing ran:
+        the caller runs it in a one-shot sandbox instead)."""
+        session = self._session(network, writable)
+        capture = _Capture(self.settings.shell_output_max_chars)
+        try:
+            code, timed_out = session.run(command, self.settings.shell_timeout_s, capture.feed)
+        except sandbox_session.NotStarted:
+            if not session.ready.is_set() or session.error:
+                self._reuse = False          # this system cannot host it: one-shot from now on
+            return None
+        except sandbox_session.SandboxGone as exc:   # died under the command: never re-run it
+            capture.feed(f"\n[the sandbox ended during the command: {exc}]\n".encode())
+            return capture.text(), -9, False
+        return capture.text(), code, timed_out
 
     # -- dispatch -----------------------------------------------------------------------------
     def available(self) -> list[str]:
@@ -283,6 +351,10 @@ class Toolbox:
 
     def _run_bash(self, command: str, *, network: bool = False, writable: bool = True
                   ) -> tuple[str, int, bool]:
+        if self._reuse:
+            result = self._run_in_session(command, network, writable)
+            if result is not None:
+                return result
         argv = ["bash", "-c", command]
         limits = None
         if self.sandbox.mode == "bubblewrap":
@@ -298,9 +370,8 @@ class Toolbox:
 
     def _spawn(self, argv: list[str]) -> tuple[str, int, bool]:
         kwargs: dict[str, Any] = {}
-        if SETPRIV:
-            argv = [SETPRIV, "--pdeathsig", "KILL", "--", *argv]
-        else:  # pragma: no cover - setpriv is part of util-linux
+        argv = _with_pdeathsig(argv)
+        if not SETPRIV:  # pragma: no cover - setpriv is part of util-linux
             kwargs["preexec_fn"] = die_with_parent
         proc = subprocess.Popen(argv, cwd=self.workspace, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -520,6 +591,11 @@ def _walk_files(base: str, glob: Any):
             yield os.path.join(dirpath, name)
 
 
+def _with_pdeathsig(argv: list[str]) -> list[str]:
+    """The command killed by the kernel if the thread that started it dies (setpriv)."""
+    return [SETPRIV, "--pdeathsig", "KILL", "--", *argv] if SETPRIV else argv
+
+
 class _Capture:
     """Bounded capture of a stream: the head and a rolling tail (memory stays bounded even when
     a command prints gigabytes)."""
@@ -532,22 +608,25 @@ class _Capture:
         self.tail_len = 0
         self.dropped = 0
 
+    def feed(self, chunk: bytes) -> None:
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail.append(chunk)
+            self.tail_len += len(chunk)
+            while self.tail_len - len(self.tail[0]) >= self.tail_limit:
+                self.tail_len -= len(self.tail[0])
+                self.dropped += len(self.tail.popleft())
+
     def drain(self, stream) -> None:
         try:
             while True:
                 chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
                 if not chunk:
                     break
-                room = self.head_limit - len(self.head)
-                if room > 0:
-                    self.head += chunk[:room]
-                    chunk = chunk[room:]
-                if chunk:
-                    self.tail.append(chunk)
-                    self.tail_len += len(chunk)
-                    while self.tail_len - len(self.tail[0]) >= self.tail_limit:
-                        self.tail_len -= len(self.tail[0])
-                        self.dropped += len(self.tail.popleft())
+                self.feed(chunk)
         except (OSError, ValueError):
             pass
         finally:
