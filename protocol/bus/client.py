@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import zmq
 
-from .. import curve, routes, signing
+from .. import curve, routes, signing, tracecontext
 from ..envelope import (NO_TASK, Envelope, ProtocolError, decode, dump_body, encode, stream_of,
                         topic_for)
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
@@ -54,6 +54,8 @@ class BusClient(Inbound):
         self.heartbeat_info: Callable[[], dict] = lambda: {}
         self.state = "starting"
         self.started_at = time.time()
+        # trace context propagation (protocol/tracecontext.py): off unless telemetry turns it on
+        self.tracing = False
 
         self._subs: list[Subscription] = []
         self._by_type: dict[str, list[Subscription]] = {}
@@ -331,6 +333,8 @@ class BusClient(Inbound):
             raise ValueError(f"{tname} is not a catalogue message type")
         if task is None:
             task = getattr(msg, "task_id", None) or getattr(msg, "parent_task_id", None) or NO_TASK
+        if trace is None and self.tracing:
+            trace = tracecontext.current(task)
         return Envelope(type=tname, body=dump_body(msg), sender=as_role or self.role,
                         node=self.node, task=task, id=msg_id or self.new_id(), ts=time.time(), to=to,
                         corr=corr, reply_to=reply_to, trace=trace)
