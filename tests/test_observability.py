@@ -243,3 +243,18 @@ def test_one_trace_per_task_across_the_processes_and_metrics_match_the_task_log(
     assert proc.returncode == 0, proc.stderr
     assert f'artoo_tasks_total{{outcome="{final.status}"}} 1.0' in proc.stdout
     assert endpoint(traced.settings).startswith("http://127.0.0.1:")
+
+
+def test_a_collector_that_is_down_delays_an_exit_by_the_flush_bound_only():
+    code = ("import time\n"
+            "from services.runtime import telemetry\n"
+            "assert telemetry.init('effector')\n"
+            "with telemetry.span('subtask', task='run-x'): pass\n"
+            "t = time.monotonic(); telemetry.shutdown(500)\n"
+            "print(round(time.monotonic() - t, 2))\n")
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}  # refused
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert float(proc.stdout.strip()) < 2.0 and time.monotonic() - t0 < 20

@@ -54,10 +54,16 @@ def enabled() -> bool:
 
 
 def preload() -> None:
-    """Import the SDK now (the spawner's zygote: its forked effectors then start fast)."""
+    """Import the SDK now and build an exporter once (its first construction loads what it needs
+    lazily: ~100 ms here): the spawner's zygote does it, so its forked effectors start fast. No
+    thread is started (that would not survive the fork)."""
     if export_wanted():
-        import opentelemetry.sdk.trace  # noqa: F401
-        import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider  # noqa: F401
+        Resource.create({})
+        if "otlp" in os.environ.get("OTEL_TRACES_EXPORTER", "otlp"):
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            OTLPSpanExporter()
 
 
 class _Tracing:
@@ -80,7 +86,10 @@ class _Tracing:
             "service.name": f"artoo-{role}", "service.namespace": "artoo",
             "service.version": __version__, "service.instance.id": node or f"{role}-{os.getpid()}",
             "process.pid": os.getpid(), "artoo.role": role})
-        self.provider = TracerProvider(resource=resource, id_generator=TaskIds())
+        # no exit hook of the SDK's own: its shutdown waits out the exporter's retries when the
+        # collector is down; ours (shutdown()) flushes within a bound instead
+        self.provider = TracerProvider(resource=resource, id_generator=TaskIds(),
+                                       shutdown_on_exit=False)
         exporters = [e.strip().lower() for e in os.environ.get("OTEL_TRACES_EXPORTER", "otlp")
                      .split(",") if e.strip()] or ["otlp"]
         for name in exporters:
@@ -124,17 +133,28 @@ def init(role: str, *, node: str = "", client: Any = None) -> bool:
     return bool(_state)
 
 
-def shutdown(timeout_ms: int = 5000) -> None:
-    """Export what is batched and stop (a forked effector calls this before os._exit)."""
+def shutdown(timeout_ms: int = 2000) -> None:
+    """Export what is batched, waiting at most `timeout_ms` (a forked effector calls this before
+    os._exit; with the collector down the export thread, a daemon, is abandoned at exit rather
+    than retried for the exporter's whole timeout)."""
     global _state
     with _lock:
         st, _state = _state, None
     if st:
-        try:
-            st.provider.force_flush(timeout_ms)
-            st.provider.shutdown()
-        except Exception:
-            log.debug("tracing shutdown failed", exc_info=True)
+        # the SDK's flush exports in the calling thread and retries for the exporter's whole
+        # timeout (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s) when the collector is down: bound it here
+        flusher = threading.Thread(target=_flush, args=(st,), name="otel-flush", daemon=True)
+        flusher.start()
+        flusher.join(timeout_ms / 1000)
+        if flusher.is_alive():
+            log.warning("spans not exported within %d ms (collector unreachable?)", timeout_ms)
+
+
+def _flush(st: "_Tracing") -> None:
+    try:
+        st.provider.force_flush()
+    except Exception:
+        log.debug("tracing flush failed", exc_info=True)
 
 
 class _Noop:
