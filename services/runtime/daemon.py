@@ -97,6 +97,8 @@ def host_conf(settings: Settings, roles: list[str]) -> Path:
 
 
 def daemon_env(settings: Settings, extra: dict[str, str] | None = None) -> dict[str, str]:
+    # the whole environment goes down to every program, OTEL_* included: tracing is on in every
+    # process or in none (services/runtime/telemetry.py)
     env = dict(os.environ)
     env.update({
         "ARTOO_HOME": str(settings.home),
