@@ -4,7 +4,8 @@ Phoenix's REST API (`GET /v1/projects/default/spans`): one trace for the task, t
 the processes, the LLM spans with their GenAI attributes and Phoenix's LLM span kind.
 
 Phoenix lives in its own virtualenv (`.venv-phoenix`, made by scripts/test-phoenix), so its pins
-never move the main one's; `ARTOO_PHOENIX` names its `phoenix` executable."""
+never move the main one's; `ARTOO_PHOENIX` names its `phoenix` executable, or `ARTOO_PHOENIX_URL`
+points at a Phoenix already serving (then none is started)."""
 from __future__ import annotations
 
 import io
@@ -46,6 +47,10 @@ def _get(url: str, timeout: float = 10.0):
 
 @pytest.fixture(scope="module")
 def phoenix():
+    running = os.environ.get("ARTOO_PHOENIX_URL", "").rstrip("/")
+    if running:                         # a Phoenix already serving (its spans stay there)
+        yield SimpleNamespace(base=running, traces=f"{running}/v1/traces")
+        return
     if not Path(PHOENIX).exists():
         pytest.skip(f"Phoenix is not installed ({PHOENIX}): run bash scripts/test-phoenix")
     work = Path(tempfile.mkdtemp(prefix="at-phx-", dir="/tmp"))
