@@ -133,13 +133,15 @@ def init(role: str, *, node: str = "", client: Any = None) -> bool:
     return bool(_state)
 
 
-def shutdown(timeout_ms: int = 2000) -> None:
+def shutdown(timeout_ms: int = 2000) -> bool:
     """Export what is batched, waiting at most `timeout_ms` (a forked effector calls this before
     os._exit; with the collector down the export thread, a daemon, is abandoned at exit rather
-    than retried for the exporter's whole timeout)."""
+    than retried for the exporter's whole timeout). Returns False when it gave up waiting."""
     global _state
     with _lock:
         st, _state = _state, None
+    if not st:
+        return True
     if st:
         # the SDK's flush exports in the calling thread and retries for the exporter's whole
         # timeout (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s) when the collector is down: bound it here
@@ -148,6 +150,8 @@ def shutdown(timeout_ms: int = 2000) -> None:
         flusher.join(timeout_ms / 1000)
         if flusher.is_alive():
             log.warning("spans not exported within %d ms (collector unreachable?)", timeout_ms)
+            return False
+    return True
 
 
 def _flush(st: "_Tracing") -> None:
