@@ -5,7 +5,10 @@ both ends (the publisher builds a validated model, the subscriber validates the 
 The baseline is raw pyzmq PUB→SUB between two processes, no proxy and no validation, measured in the
 same run. Signing (HMAC-SHA256 per envelope, protocol/signing.py) is on as deployed; the same run
 also measures throughput and latency with it off (ARTOO_BUS_SIGN=0, runs interleaved on/off) and
-prints the ratio. Run: `.venv/bin/python benchmarks/bench_bus.py [--messages 200000] [--json]`.
+prints the ratio. `--tracing-rounds N` adds interleaved throughput runs with trace context
+propagation on and off (BusClient.tracing: every envelope carries a W3C traceparent and every
+handler runs in it, as with OTEL_* export on) and latency both ways.
+Run: `.venv/bin/python benchmarks/bench_bus.py [--messages 200000] [--json]`.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ sys.path.insert(0, str(REPO))
 
 import zmq  # noqa: E402
 
+from protocol import tracecontext  # noqa: E402
 from protocol.bus import BusClient  # noqa: E402
 from protocol.envelope import Envelope, encode  # noqa: E402
 from protocol.messages import LlmUsage, MemoryQuery, MemoryResult, UserRequest  # noqa: E402
@@ -70,6 +74,7 @@ def _bus_subscriber(env: dict, expected: int, ready, results) -> None:
             done.set()
 
     client = BusClient("metaval", settings=settings, heartbeat=False)
+    client.tracing = os.environ.get("BENCH_TRACING") == "1"
     client.on(TYPE, handle)
     client.start()
     ready.set()
@@ -156,12 +161,22 @@ def bench_raw(n: int, ctx_mp) -> dict:
             "bytes": len(payload) + len(topic)}
 
 
+def _tracing_publisher(pub: BusClient, env: dict) -> None:
+    """With BENCH_TRACING=1 the publisher sends from within a span's context, as a role does."""
+    if env.get("BENCH_TRACING") == "1":
+        pub.tracing = True
+        tracecontext.CURRENT.set(tracecontext.format(tracecontext.task_trace_id("t-bench"), 1))
+    else:
+        tracecontext.CURRENT.set(None)
+
+
 def bench_throughput(n: int, env: dict, settings, ctx_mp) -> dict:
     ready, results = ctx_mp.Event(), ctx_mp.Queue()
     proc = ctx_mp.Process(target=_bus_subscriber, args=(env, n, ready, results))
     proc.start()
     ready.wait(30)
     pub = BusClient("planner", settings=settings, heartbeat=False).start()
+    _tracing_publisher(pub, env)
     pub.handshake()  # the subscriber joined before us; its subscription reached the proxy
     t0 = time.perf_counter()
     for i in range(n):
@@ -181,6 +196,7 @@ def bench_latency(rate: int, seconds: float, env: dict, settings, ctx_mp) -> dic
     proc.start()
     ready.wait(30)
     pub = BusClient("planner", settings=settings, heartbeat=False).start()
+    _tracing_publisher(pub, env)
     pub.handshake()
     interval = 1.0 / rate
     next_at = time.perf_counter()
@@ -269,6 +285,22 @@ def bench_signing(n: int, rate: int, seconds: float, env: dict, settings, ctx_mp
     return out
 
 
+def bench_tracing(n: int, rate: int, seconds: float, env: dict, settings, ctx_mp,
+                  rounds: int) -> dict:
+    """Throughput with trace propagation on and off, interleaved; latency at a fixed rate both."""
+    modes = {"on": {**env, "BENCH_TRACING": "1"}, "off": {**env, "BENCH_TRACING": "0"}}
+    runs: dict[str, list[float]] = {"on": [], "off": []}
+    for r in range(rounds):
+        for mode in (("off", "on") if r % 2 == 0 else ("on", "off")):
+            runs[mode].append(bench_throughput(n, modes[mode], settings, ctx_mp)["rate"])
+    out: dict = {mode: {"rates": sorted(v), "median": sorted(v)[len(v) // 2]}
+                 for mode, v in runs.items()}
+    out["ratio_on_off"] = out["on"]["median"] / out["off"]["median"]
+    out["latency"] = {mode: bench_latency(rate, seconds, modes[mode], settings, ctx_mp)
+                      for mode in ("off", "on")}
+    return out
+
+
 def wait_ready(settings, timeout_s: float = 30.0) -> None:
     """Until a client's handshake through the proxy succeeds."""
     deadline = time.monotonic() + timeout_s
@@ -316,6 +348,10 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--no-capture-run", action="store_true",
                         help="skip the throughput run with capture on and the tap running")
+    parser.add_argument("--tracing-rounds", type=int, default=0,
+                        help="interleaved trace propagation on/off throughput runs (0: skip)")
+    parser.add_argument("--only-tracing", action="store_true",
+                        help="run only the tracing on/off comparison")
     parser.add_argument("--sign-rounds", type=int, default=3,
                         help="interleaved signing on/off throughput runs of each (0: skip)")
     args = parser.parse_args()
@@ -330,6 +366,11 @@ def main() -> int:
     out: dict = {}
     procs = start_bus(env, settings)
     try:
+        if args.only_tracing:
+            out["tracing"] = bench_tracing(args.messages, args.rate, args.seconds, env, settings,
+                                           ctx_mp, max(1, args.tracing_rounds))
+            print_tracing(out["tracing"], args)
+            return 0
         out["raw"] = bench_raw(args.messages, ctx_mp)
         out["bus"] = bench_throughput(args.messages, env, settings, ctx_mp)
         out["latency"] = bench_latency(args.rate, args.seconds, env, settings, ctx_mp)
@@ -337,6 +378,9 @@ def main() -> int:
         if args.sign_rounds > 0:
             out["signing"] = bench_signing(args.messages, args.rate, args.seconds, env, settings,
                                            ctx_mp, args.sign_rounds)
+        if args.tracing_rounds > 0:
+            out["tracing"] = bench_tracing(args.messages, args.rate, args.seconds, env, settings,
+                                           ctx_mp, args.tracing_rounds)
         stop_all(procs)
         if not args.no_capture_run:  # the proxy as deployed: capture on, the tap logging it all
             env["ARTOO_CAPTURE"] = "1"
@@ -384,7 +428,24 @@ def main() -> int:
               f"p99 {loff['p99_us']:.0f} us")
         print(f"  MAC of one {sg['payload_bytes']} B envelope: sign {sg['mac_us']:.2f} us, "
               f"verify {sg['verify_us']:.2f} us")
+    if "tracing" in out:
+        print_tracing(out["tracing"], args)
     return 0
+
+
+def print_tracing(tr: dict, args) -> None:
+    if args.json:
+        print(json.dumps({"tracing": tr}, indent=2))
+        return
+    print(f"trace propagation (traceparent in every envelope, handlers in its context), "
+          f"{len(tr['on']['rates'])} interleaved runs each, {args.messages} x {TYPE}:")
+    for mode in ("off", "on"):
+        print(f"  tracing {mode:>3}: median {tr[mode]['median']:>9,.0f} msgs/s  (runs: "
+              + ", ".join(f"{r:,.0f}" for r in tr[mode]["rates"]) + ")")
+    print(f"  ratio on/off: {tr['ratio_on_off']:.2f}")
+    lon, loff = tr["latency"]["on"], tr["latency"]["off"]
+    print(f"  latency at {args.rate} msgs/s: off p50 {loff['p50_us']:.0f} us / p99 "
+          f"{loff['p99_us']:.0f} us, on p50 {lon['p50_us']:.0f} us / p99 {lon['p99_us']:.0f} us")
 
 
 if __name__ == "__main__":

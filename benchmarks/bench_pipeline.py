@@ -9,7 +9,12 @@
   real shell tool call, `basename $PWD`, through the Law 1 gate.)
 * Throughput: tasks per minute with C tasks in flight at once.
 
-Run: `.venv/bin/python benchmarks/bench_pipeline.py [--tasks 50] [--concurrency 8] [--json]`.
+* `--tracing on`: the same with OpenTelemetry export on in every process (OTEL_EXPORTER_OTLP_ENDPOINT
+  at a real OTLP/HTTP receiver in this process, tests/otlp_receiver.py); the spans received are
+  counted. Default off.
+
+Run: `.venv/bin/python benchmarks/bench_pipeline.py [--tasks 50] [--concurrency 8] [--tracing on]
+[--json]`.
 """
 from __future__ import annotations
 
@@ -140,8 +145,18 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--throughput-tasks", type=int, default=48)
     ap.add_argument("--scale", default="2", help="instances of each scalable role")
+    ap.add_argument("--tracing", choices=("off", "on"), default="off",
+                    help="OpenTelemetry export from every process to a local OTLP receiver")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    receiver = None
+    if args.tracing == "on":
+        from otlp_receiver import OtlpReceiver
+        receiver = OtlpReceiver().__enter__()
+        os.environ.update(receiver.env())
+    else:
+        for key in [k for k in os.environ if k.startswith("OTEL_")]:
+            del os.environ[key]
 
     root = Path(tempfile.mkdtemp(prefix="at-bp-", dir="/tmp"))
     (root / "home").mkdir()
@@ -192,6 +207,8 @@ def main() -> int:
         finally:
             daemon.down(settings)
             shutil.rmtree(root, ignore_errors=True)
+            if receiver is not None:
+                receiver.__exit__(None, None, None)
 
     p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
     stages = breakdown(sub.marks, [f"run-seq-{i}" for i in range(args.tasks)])
@@ -209,11 +226,15 @@ def main() -> int:
         "errors": errors[:5], "target_p50_ms": 150, "meets_target": p50 <= 150,
         "stages_p50_ms": {label: ms for label, _owner, ms in stages},
         "load_average": [round(x, 2) for x in os.getloadavg()],
+        "tracing": args.tracing,
+        "spans_received": len(receiver.spans) if receiver is not None else 0,
     }
     if args.json:
         print(json.dumps(figures, indent=2))
     else:
-        print(f"daemon up in {figures['daemon_up_s']} s (scale {args.scale})")
+        print(f"daemon up in {figures['daemon_up_s']} s (scale {args.scale}); tracing "
+              f"{args.tracing}" + (f", {figures['spans_received']} spans received"
+                                   if receiver is not None else ""))
         print(f"one-subtask task, submit → FinalResult, {args.tasks} sequential tasks: "
               f"p50 {p50:.1f} ms, p95 {p95:.1f} ms (min {min(latencies):.1f}, max {max(latencies):.1f})"
               f"  [target p50 ≤ 150 ms: {'met' if p50 <= 150 else 'NOT met'}]")

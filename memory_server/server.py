@@ -24,6 +24,7 @@ from dataclasses import replace
 from protocol.bus import BusClient
 from protocol.messages import MemoryQuery, MemoryResult, MemoryWrite, SopRecord
 from protocol.settings import Settings, load_settings
+from services.runtime import telemetry
 from services.runtime.mkct import ENV_LOCAL, GLOBAL_USER
 
 from .dreamer import Dreamer
@@ -51,6 +52,7 @@ class MemoryService:
         self._closing = threading.Event()
 
     # -- handlers --------------------------------------------------------------------------------
+    @telemetry.traced("memory write", task=lambda self, env, msg: env.task)
     def on_write(self, env, msg: MemoryWrite) -> None:
         try:
             if self._closing.is_set():
@@ -70,6 +72,7 @@ class MemoryService:
             raise ValueError(f"{len(errors)} Megram(s) refused, {len(ids)} written: "
                              + "; ".join(errors[:5]))
 
+    @telemetry.traced("memory query", task=lambda self, env, msg: env.task)
     def on_query(self, env, msg: MemoryQuery) -> MemoryResult:
         self.queries += 1
         try:

@@ -41,6 +41,8 @@ class ToolCallRecord(Body):
     error: Optional[str] = None           # set when the tool failed (non-zero exit, exception...)
     elapsed_ms: float = 0.0
     law1: bool = False                    # the call was refused by the Law 1 gate
+    law1_class: str = ""                  # its Law 1 tier: read-only, workspace-write, unknown,
+                                          # destructive ("" = not run: blocked, repeated)
 
 
 class CriterionVerdict(Body):

@@ -13,7 +13,7 @@ from .messages import MESSAGE_TYPES
 
 ROLES = (
     "user", "perceiver", "planner", "executor", "agentval", "metaval", "ggs", "memory",
-    "auditor", "tap", "bus", "spawner", "scheduler",
+    "auditor", "tap", "bus", "spawner", "scheduler", "metrics",
 )
 ANY = "*"          # any role (as sender) / broadcast to observers (as receiver)
 SELF = "self"      # the sender itself (readiness probe)
@@ -22,7 +22,7 @@ ROLE_NAMES = {
     "executor": "R3 Executor", "agentval": "R4a Agent-Validator", "metaval": "R4b Meta-Validator",
     "ggs": "R7 Goal Gradient Solver", "memory": "R5 Memory", "auditor": "R6 Auditor",
     "tap": "Tap", "bus": "Bus proxy", "spawner": "Effector spawner",
-    "scheduler": "Scheduler (scheduled goals)",
+    "scheduler": "Scheduler (scheduled goals)", "metrics": "Metrics exporter (Prometheus)",
 }
 LLM_ROLES = ("perceiver", "planner", "executor", "agentval", "metaval", "memory")
 # the roles whose decision-log events move a task's lifecycle

@@ -73,6 +73,9 @@ class Settings:
                                          # each partitioned role are FIRST.. of TOTAL across hosts
     bus_capture: bool = True             # ARTOO_CAPTURE: feed every message to the tap
     bus_sign: bool = True                # ARTOO_BUS_SIGN: HMAC every envelope (protocol/signing.py)
+    # --- observation plane (traces: the standard OTEL_* variables, services/runtime/telemetry.py)
+    metrics_port: int = 9464             # ARTOO_METRICS_PORT: the Prometheus endpoint (0 = any free)
+    metrics_addr: str = "127.0.0.1"      # ARTOO_METRICS_ADDR: the address it listens on
     bus_key_file_override: str = ""      # ARTOO_BUS_KEY_FILE: the HMAC key (default home/bus.key)
     bus_max_age_s: float = 1800.0        # signed envelopes older than this are refused (0 = off;
                                          # never below ack_give_up_s + 60: re-sends keep their ts)

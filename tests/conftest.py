@@ -23,6 +23,8 @@ from protocol.bus import BusClient
 from protocol.settings import load_settings
 
 REPO = Path(__file__).resolve().parent.parent
+# Every daemon a test starts takes a free port for its metrics endpoint (never a fixed one).
+os.environ.setdefault("ARTOO_METRICS_PORT", "0")
 sys.path.insert(0, str(REPO / "tests"))
 # Helpers of the opt-in suites; they have no conftest.py of their own because a second module
 # named `conftest` would shadow this one for every `from conftest import ...`.

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import zmq
 
-from .. import curve, fastpath, routes, signing
+from .. import curve, fastpath, routes, signing, tracecontext
 from ..envelope import NO_TASK, Envelope, ProtocolError, decode, encode, topic_for
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
@@ -58,6 +58,8 @@ class BusClient(Inbound):
         self.heartbeat_info: Callable[[], dict] = lambda: {}
         self.state = "starting"
         self.started_at = time.time()
+        # trace context propagation (protocol/tracecontext.py): off unless telemetry turns it on
+        self.tracing = False
 
         self._subs: list[Subscription] = []
         self._by_type: dict[str, list[Subscription]] = {}
@@ -335,12 +337,13 @@ class BusClient(Inbound):
             raise ValueError(f"{tname} is not a catalogue message type")
         if task is None:
             task = getattr(msg, "task_id", None) or getattr(msg, "parent_task_id", None) or NO_TASK
+        if trace is None and self.tracing:
+            trace = tracecontext.current(task)
         body = dict(msg.__dict__) if tname in _FLAT else msg.__pydantic_serializer__.to_python(msg)
-        env = Envelope(tname, body,  # = dump_body(msg)
-                       as_role or self.role, self.node, 0, task,
-                       msg_id or f"{self._id_prefix}{next(self._id_counter):x}", time.time(), to,
-                       corr, reply_to, trace)
-        return env
+        return Envelope(tname, body,  # = dump_body(msg)
+                        as_role or self.role, self.node, 0, task,
+                        msg_id or f"{self._id_prefix}{next(self._id_counter):x}", time.time(), to,
+                        corr, reply_to, trace)
 
     def _submit(self, item: tuple) -> None:
         if self._stop.is_set():

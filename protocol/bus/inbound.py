@@ -20,6 +20,7 @@ from typing import Any
 
 import zmq
 
+from .. import tracecontext
 from ..envelope import Envelope, ProtocolError, decode, parse_body
 from ..messages import Body
 from .common import ALL, DEFER, LRU_CAP, Subscription
@@ -187,6 +188,8 @@ class Inbound:
 
     def _run_handler(self, sub: Subscription, env: Envelope, msg: Any, threaded: bool) -> None:
         ok, error, result = True, None, None
+        # the handler runs in the message's trace context (only with tracing on)
+        token = tracecontext.enter(env.trace, env.task) if self.tracing else None
         try:
             result = sub.fn(env, msg)
         except Exception as exc:
@@ -194,6 +197,8 @@ class Inbound:
             self.handler_errors += 1
             log.exception("%s: handler for %s failed", self.node, env.type)
         finally:
+            if token is not None:
+                tracecontext.CURRENT.reset(token)
             if threaded:
                 with self._in_flight_lock:
                     self._in_flight -= 1

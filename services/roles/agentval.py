@@ -35,7 +35,7 @@ from protocol.messages import (CorrectionSignal, Criterion, CriterionVerdict, Ex
                                GapTrajectoryPoint, SubTask, SubTaskOutcome, ToolCallRecord)
 from protocol.settings import Settings
 
-from services.runtime import tasklog
+from services.runtime import tasklog, telemetry
 from services.safety.law1 import LAW1
 from services.runtime.llm import LLMError
 from services.safety.tools import head_tail
@@ -188,6 +188,9 @@ class AgentValidator:
         return "\n".join(lines)
 
     # -- judging ------------------------------------------------------------------------------
+    @telemetry.traced("check", task=lambda self, result: result.task_id,
+                      attrs=lambda self, result: {"artoo.attempt": result.attempt,
+                                                  "artoo.subtask.id": result.subtask_id})
     def judge(self, result: ExecutionResult) -> Judgement:
         attempt = len(self.attempt_verdicts) + 1
         self.records += [(result.attempt, r) for r in result.tool_calls]

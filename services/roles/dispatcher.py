@@ -33,7 +33,7 @@ from protocol.messages import (Criterion, DispatchManifest, EffectorExited, Effe
 from protocol.settings import Settings
 
 from services.roles.executor import signature
-from services.runtime import tasklog
+from services.runtime import tasklog, telemetry
 from services.runtime.taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
 from services.safety.tools import head_tail
 
@@ -296,6 +296,9 @@ class Dispatcher:
             self._save(plan)
 
     # -- groups --------------------------------------------------------------------------------
+    @telemetry.traced("dispatch", task=lambda self, plan: plan.task_id,
+                      attrs=lambda self, plan: {"artoo.plan_round": plan.round,
+                                                "artoo.group": plan.group_idx})
     def _dispatch_group(self, plan: TaskPlan) -> None:
         """Offer every subtask of the current group, with earlier outputs in its context."""
         group = plan.group()

@@ -31,7 +31,7 @@ from protocol.messages import (CorrectionSignal, CriterionVerdict, ExecutionResu
                                SubTaskOutcome)
 from protocol.settings import Settings, load_settings, workspace_problem
 
-from services.runtime import tasklog
+from services.runtime import tasklog, telemetry
 from services.safety import law1, referents
 from .agentval import AgentValidator, Judgement
 from .executor import Executor
@@ -166,6 +166,7 @@ class Effector:
         if sent:
             self.acked.wait(max(0.2, margin * 0.8))
         if self.exit_on_deadline:
+            telemetry.shutdown(1000)       # os._exit skips atexit: export the spans first
             os._exit(EXIT_DEADLINE)
 
     # -- main loop ----------------------------------------------------------------------------
@@ -228,8 +229,9 @@ def build_llms(settings: Settings) -> dict[str, LLMClient]:
 def run_effector(subtask: SubTask, settings: Settings | None = None, *,
                  ready: Callable[[], None] | None = None,
                  llms: dict[str, LLMClient] | None = None,
-                 exit_on_deadline: bool = True) -> int:
-    """Run one subtask to its outcome; returns the process exit code."""
+                 exit_on_deadline: bool = True, trace: str | None = None) -> int:
+    """Run one subtask to its outcome; returns the process exit code. `trace`: the context of
+    the spawner's span for this subtask (its "subtask" span is a child of it)."""
     settings = settings or load_settings()
     task_id, sid = subtask.parent_task_id, subtask.subtask_id
     ws_problem = ""
@@ -242,6 +244,7 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     deadline_at = subtask.deadline_at or (time.time() + settings.subtask_deadline_s)
     client = BusClient("executor", settings=settings, heartbeat=False,
                        node=f"effector-{os.getpid()}-{secrets.token_hex(2)}")
+    telemetry.init("effector", node=client.node, client=client)
     llm_error = f"the run's workspace is refused: {ws_problem}" if ws_problem else ""
     try:
         llms = llms or build_llms(settings)
@@ -275,6 +278,10 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     tasklog.append(settings.tasks_dir, task_id, "subtask_begin", subtask_id=sid,
                    intent=subtask.intent, sequence=subtask.sequence,
                    criteria=[c.model_dump() for c in subtask.success_criteria], pid=os.getpid())
+    sp = telemetry.span("subtask", task=task_id, parent=trace, attrs={
+        "artoo.subtask.id": sid, "artoo.subtask.intent": subtask.intent[:200],
+        "artoo.subtask.sequence": subtask.sequence, "artoo.plan_round": subtask.plan_round})
+    sp.__enter__()
     try:
         if llm_error:
             outcome = validator.deadline_outcome([], llm_error)
@@ -297,6 +304,10 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
             verifier.close()
         toolbox.close()
         client.stop(drain_s=0.2)
+        if effector.outcome is not None:
+            sp.set("artoo.subtask.status", effector.outcome.status)
+        sp.__exit__(None, None, None)
+        telemetry.shutdown()               # forked: the zygote's child leaves with os._exit
 
 
 def main(argv: list[str] | None = None) -> int:

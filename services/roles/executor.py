@@ -25,7 +25,7 @@ from protocol.settings import Settings
 
 from services.roles.programs import (PYTHON_PREFIX, names_data_file, python_code,
                                      python_command)
-from services.runtime import tasklog
+from services.runtime import tasklog, telemetry
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import evidence, referents
@@ -428,16 +428,30 @@ class Executor:
         if journal:
             journal.started(key, tool, args, digest)
         started = time.monotonic()
-        out = self.toolbox.run(tool, args)
+        with telemetry.span(f"execute_tool {tool}", attrs={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                "gen_ai.tool.type": "function", "artoo.subtask.id": self.subtask.subtask_id,
+                "artoo.attempt": attempt, "artoo.turn": turn,
+                "artoo.sandbox": self.toolbox.sandbox.mode,
+                "artoo.sandbox.network": self.toolbox.network}, task=self.task_id) as sp:
+            out = self.toolbox.run(tool, args)
+            sp.set("artoo.law1.class", out.law1_class)
+            sp.set("artoo.law1.refused", out.law1)
+            sp.set("artoo.tool.target", out.target[:200])
+            if out.error:
+                sp.error(out.error[:300])
         record = ToolCallRecord(tool=tool, arguments=args, target=out.target,
                                 output=head_tail(out.output, self.output_chars),
-                                error=out.error, law1=out.law1,
+                                error=out.error, law1=out.law1, law1_class=out.law1_class,
                                 elapsed_ms=round((time.monotonic() - started) * 1000, 1))
         if journal:
             journal.finished(key, record.output, record.error, record.target)
         return record
 
     # -- one attempt --------------------------------------------------------------------------
+    @telemetry.traced("attempt", task=lambda self, attempt, *a, **k: self.task_id,
+                      attrs=lambda self, attempt, *a, **k: {
+                          "artoo.attempt": attempt, "artoo.subtask.id": self.subtask.subtask_id})
     def run_attempt(self, attempt: int, correction: Optional[CorrectionSignal] = None
                     ) -> ExecutionResult:
         calls: list[ToolCallRecord] = []
@@ -536,7 +550,7 @@ class Executor:
                            subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
                            tool=tool, tool_input=args, tool_output=record.output[:500],
                            tool_error=record.error, law1=record.law1 or None,
-                           elapsed_ms=record.elapsed_ms)
+                           law1_class=record.law1_class or None, elapsed_ms=record.elapsed_ms)
             if self.local and _flattened_program(record):
                 notes.append("YOUR `python3 -c` COMMAND IS NOT VALID PYTHON: its statements are "
                              "on one line. Reply PYTHON: and put the program on its own lines "

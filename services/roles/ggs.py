@@ -38,7 +38,7 @@ from protocol.messages import (MESSAGE_TYPES, FinalResult, LlmUsage, LossBreakdo
                                SubTaskOutcome, TaskCancel, TaskSpec)
 from protocol.settings import Settings, env_name, load_settings
 
-from services.runtime import local_model, tasklog
+from services.runtime import local_model, tasklog, telemetry
 from . import loss
 from services.runtime.takeover import Takeover
 from .ggs_takeover import Takeovers
@@ -315,6 +315,7 @@ class Solver(Takeovers):
         spent = bool(st.llm_budget) and st.llm_calls >= st.llm_budget
         return f"{st.llm_calls} of {st.llm_budget}" if spent else ""
 
+    @telemetry.traced("ggs round", task=lambda self, env, msg: msg.task_id)
     def on_replan(self, env, msg: ReplanRequest) -> None:
         if self.deferred(msg.task_id):
             return DEFER
@@ -339,6 +340,7 @@ class Solver(Takeovers):
             self.finish(st, "abandon", res, self.abandon_summary(st, res, msg.gap_summary),
                         self.partial_output(st), msg.outcomes, msg.gap_summary)
 
+    @telemetry.traced("ggs round", task=lambda self, env, msg: msg.task_id)
     def on_summary(self, env, msg: OutcomeSummary) -> None:
         if self.deferred(msg.task_id):
             return DEFER
@@ -352,6 +354,7 @@ class Solver(Takeovers):
         summary = msg.summary or "The meta-validator accepted the merged result."
         self.finish(st, "accept", res, summary, output, msg.outcomes, msg.summary)
 
+    @telemetry.traced("ggs round", task=lambda self, env, msg: msg.task_id)
     def on_planning_failed(self, env, msg: PlanningFailed) -> None:
         if self.deferred(msg.task_id):
             return DEFER

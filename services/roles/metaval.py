@@ -29,7 +29,7 @@ from protocol.messages import (Criterion, CriterionVerdict, DispatchManifest, Fi
                                OutcomeSummary, ReplanRequest, SubTaskOutcome, TaskCancel)
 from protocol.settings import Settings
 
-from services.runtime import tasklog
+from services.runtime import tasklog, telemetry
 from .dispatcher import render_output
 from services.safety.tools import head_tail
 from services.runtime.llm import LLMClient, LLMError
@@ -316,6 +316,8 @@ class MetaValidator:
                             for s in state["subtask_ids"] if s in state["outcomes"]]
                 self._replan(state, rnd, outcomes, f"meta-validator error: {exc}", [], [])
 
+    @telemetry.traced("merge", task=lambda self, task_id, rnd: task_id,
+                      attrs=lambda self, task_id, rnd: {"artoo.plan_round": rnd})
     def _evaluate(self, task_id: str, rnd: int) -> None:
         with self.lock:
             state = self.tasks.get(task_id)

@@ -33,7 +33,7 @@ from protocol.messages import (ClarificationReply, ClarificationRequest, Convers
                                Referent, TaskConstraints, TaskSpec, UserRequest)
 from protocol.settings import Settings
 
-from services.runtime import tasklog
+from services.runtime import tasklog, telemetry
 from services.safety import referents
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
@@ -320,6 +320,7 @@ class Perceiver:
         self.store.delete(task)
 
     # -- work ----------------------------------------------------------------------------------
+    @telemetry.traced("converse", task=lambda self, req: req.task_id)
     def _converse(self, req: UserRequest) -> None:
         tasklog.append(self.settings.tasks_dir, req.task_id, "task_begin", intent=req.text,
                        raw_input=req.text, path="conversational")
@@ -335,6 +336,8 @@ class Perceiver:
                        summary=answer)
         self.client.send(ConversationalReply(task_id=req.task_id, answer=answer))
 
+    @telemetry.traced("perceive", task=lambda self, state: state["task_id"],
+                      attrs=lambda self, state: {"artoo.clarification_round": state["round"]})
     def _perceive(self, state: dict) -> None:
         req = UserRequest.model_validate(state["request"])
         if "referents" not in state:     # resolved in code once, before any model call

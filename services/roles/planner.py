@@ -24,7 +24,7 @@ from protocol.messages import (FinalResult, MemoryRecall, PlanDirective, Plannin
                                TaskSpec)
 from protocol.settings import Settings
 
-from services.runtime import tasklog
+from services.runtime import tasklog, telemetry
 from services.safety import referents
 from .calibration import build_constraints, calibrate
 from .dispatcher import Dispatcher, TaskPlan
@@ -336,6 +336,10 @@ class Planner:
             self._task_locks.pop(task_id, None)
 
     # -- planning ------------------------------------------------------------------------------
+    @telemetry.traced("plan", task=lambda self, spec, directive, round_, *a, **k: spec.task_id,
+                      attrs=lambda self, spec, directive, round_, *a, **k: {
+                          "artoo.plan_round": round_,
+                          "artoo.directive": directive.directive if directive else "init"})
     def _plan(self, spec: TaskSpec, directive: PlanDirective | None, round_: int, msg_id: str,
               previous: TaskPlan | None = None) -> None:
         """Calibrate, ask, validate, dispatch (serialised per task by the caller's lock)."""

@@ -44,7 +44,7 @@ from protocol.messages import (EffectorExited, EffectorStarted, SubTask, SubTask
                                SubTaskClaim, SubTaskOffer, TaskCancel)
 from protocol.settings import Settings, load_settings
 
-from services.runtime import journal
+from services.runtime import journal, telemetry
 from services.safety.tools import SETPRIV, die_with_parent
 
 log = logging.getLogger("artoo.spawner")
@@ -126,6 +126,7 @@ def zygote_main(fd: int) -> int:
             log.warning("no spare sandbox: %s", exc)
             sandbox_session.SPARE = None
     new_spare()
+    telemetry.preload()                            # the tracing SDK, when OTEL_* turn it on
     try:
         llms = effector.build_llms(settings)
     except Exception as exc:                       # the effector reports it as its outcome
@@ -177,7 +178,8 @@ def zygote_main(fd: int) -> int:
                     os.write(w, b"r")
                     os.close(w)
 
-                code = effector.run_effector(subtask, settings, ready=ready, llms=llms)
+                code = effector.run_effector(subtask, settings, ready=ready, llms=llms,
+                                             trace=frame.get("trace"))
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -338,6 +340,7 @@ class Effector:
     ready: bool = False
     spawn_ms: float = 0.0
     kill_reason: Optional[str] = None
+    span: Any = telemetry.NOOP             # "spawn": from the assignment to the effector's ready
 
     @property
     def task_id(self) -> str:
@@ -421,9 +424,9 @@ class Zygote:
             if self.stopping:
                 return
 
-    def spawn(self, key: str, subtask: SubTask) -> None:
+    def spawn(self, key: str, subtask: SubTask, trace: Optional[str] = None) -> None:
         with self._send_lock:
-            send_frame(self.sock, {"op": "spawn", "key": key,
+            send_frame(self.sock, {"op": "spawn", "key": key, "trace": trace,
                                    "subtask": subtask.model_dump(mode="json")})
 
     def stop(self) -> None:
@@ -515,10 +518,12 @@ class Spawner:
             subtask = subtask.model_copy(update={"deadline_at": deadline})
         self.spawned += 1
         key = f"{assign.subtask_id}#{assign.offer_id}#{self.spawned}"
-        self.running[key] = Effector(key, subtask, assign.offer_id, time.monotonic(), now,
-                                     deadline)
+        eff = self.running[key] = Effector(key, subtask, assign.offer_id, time.monotonic(), now,
+                                           deadline)
+        eff.span = telemetry.span("spawn", task=eff.task_id,
+                                  attrs={"artoo.subtask.id": assign.subtask_id})
         try:
-            self.zygote.spawn(key, subtask)
+            self.zygote.spawn(key, subtask, eff.span.traceparent)
         except OSError as exc:   # the zygote is restarting: report it as a crashed effector
             log.error("spawn of %s failed: %s", assign.subtask_id, exc)
             self._exited(key, None, None, "crashed")
@@ -557,6 +562,8 @@ class Spawner:
                 started = EffectorStarted(task_id=eff.task_id, subtask_id=eff.subtask.subtask_id,
                                           pid=eff.pid or frame.get("pid", 0),
                                           spawner=self.client.node, spawn_ms=eff.spawn_ms)
+                eff.span.set("artoo.effector.pid", started.pid)
+                eff.span.end()
             elif ev in ("exited", "error"):
                 pass
         if ev == "ready":
@@ -576,6 +583,9 @@ class Spawner:
             if eff.pid:
                 _kill_session(eff.pid)                 # tool processes left in its session
             reason = eff.kill_reason or reason or EXIT_REASONS.get(code, "crashed")
+            if not eff.ready:                          # it never came up: the spawn failed
+                eff.span.error(f"effector {reason} before it was ready")
+                eff.span.end()
             msg = EffectorExited(task_id=eff.task_id, subtask_id=eff.subtask.subtask_id,
                                  pid=eff.pid or 0, spawner=self.client.node, exit_code=code,
                                  signal=sig, reason=reason,

@@ -32,7 +32,7 @@ DEFAULT_SCALE = 2
 TAG_VAR = "ARTOO_DAEMON_TAG"      # every daemon process carries it; `down` sweeps by it
 
 
-MAIN_ONLY = ("bus", "tap", "auditor", "memory", "scheduler")   # one per bus: on the main host
+MAIN_ONLY = ("bus", "tap", "auditor", "metrics", "memory", "scheduler")   # one per bus: on the main host
 # what a joining host may run: effectors and their model, and instances of the roles partitioned
 # by task (their tasks move to the live instances when a host goes: services/runtime/takeover.py)
 WORKER_ROLES = ("spawner", "llm") + PARTITIONED
@@ -97,6 +97,8 @@ def host_conf(settings: Settings, roles: list[str]) -> Path:
 
 
 def daemon_env(settings: Settings, extra: dict[str, str] | None = None) -> dict[str, str]:
+    # the whole environment goes down to every program, OTEL_* included: tracing is on in every
+    # process or in none (services/runtime/telemetry.py)
     env = dict(os.environ)
     env.update({
         "ARTOO_HOME": str(settings.home),

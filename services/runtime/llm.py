@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 from protocol.messages import LlmUsage
 from protocol.settings import Settings, load_settings
 
-from . import tasklog
+from . import tasklog, telemetry
 
 log = logging.getLogger("artoo.llm")
 T = TypeVar("T", bound=BaseModel)
@@ -381,7 +381,9 @@ class LLMClient:
                 usage = resp.usage
                 self._account(task_id, messages, text, latency,
                               usage.prompt_tokens if usage else 0,
-                              usage.completion_tokens if usage else 0, True, "")
+                              usage.completion_tokens if usage else 0, True, "",
+                              finish=resp.choices[0].finish_reason, kwargs=kwargs,
+                              response_model=getattr(resp, "model", None))
                 return text
             except openai.BadRequestError as exc:
                 # An endpoint that rejects the structured-output request: degrade once, keep going.
@@ -441,8 +443,18 @@ class LLMClient:
         return True
 
     def _account(self, task_id: str, messages: list[dict], response: str, latency_ms: float,
-                 prompt_tokens: int, completion_tokens: int, ok: bool, error: str) -> None:
+                 prompt_tokens: int, completion_tokens: int, ok: bool, error: str,
+                 finish: str | None = None, kwargs: dict | None = None,
+                 response_model: str | None = None) -> None:
         self.last_usage = Usage(prompt_tokens, completion_tokens, latency_ms)
+        if telemetry.enabled():   # the GenAI span of this call (tracing on only)
+            telemetry.llm_span(
+                role=self.role, tier=self.config.tier, model=self.config.model,
+                task=task_id or None, latency_ms=latency_ms, input_tokens=prompt_tokens,
+                output_tokens=completion_tokens, ok=ok, error=error, finish_reason=finish,
+                response_model=response_model, server=_netloc(self.config.base_url),
+                max_tokens=(kwargs or {}).get("max_tokens"),
+                temperature=(kwargs or {}).get("temperature"))
         usage = LlmUsage(task_id=task_id, role=self.role, tier=self.config.tier,
                          model=self.config.model, prompt_tokens=prompt_tokens,
                          completion_tokens=completion_tokens, latency_ms=round(latency_ms, 1),
@@ -460,6 +472,10 @@ class LLMClient:
                            messages=messages, response=response, ok=ok, error=error or None,
                            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                            latency_ms=round(latency_ms, 1))
+
+
+def _netloc(url: str) -> str:
+    return url.split("://", 1)[-1].split("/", 1)[0] if url else ""
 
 
 def _short(exc: Exception, limit: int = 200) -> str:

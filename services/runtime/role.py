@@ -19,7 +19,7 @@ from protocol.messages import TaskTransition
 from protocol.routes import TRANSITION_ROLES
 from protocol.settings import Settings, load_settings, parse_instances
 
-from . import __version__, lifecycle, tasklog
+from . import __version__, lifecycle, tasklog, telemetry
 
 
 def configure_logging(role: str) -> None:
@@ -71,6 +71,7 @@ def run_role(role: str, setup: Callable[[BusClient, Settings], Any],
     client = BusClient(role, instance=instance, instances=instances, settings=settings,
                        version=__version__,
                        outbox=Path(settings.home) / "state" / "outbox" / f"{role}-{instance}")
+    telemetry.init(role, node=client.node, client=client)   # off unless OTEL_* ask for traces
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -95,4 +96,5 @@ def run_role(role: str, setup: Callable[[BusClient, Settings], Any],
         except Exception:
             log.exception("close failed")
     client.stop(drain_s=1.0)
+    telemetry.shutdown()
     return code

@@ -62,6 +62,7 @@ class ToolOutput:
     error: Optional[str] = None
     target: str = ""
     law1: bool = False
+    law1_class: str = ""           # the Law 1 tier of the call (levels.py): telemetry, metrics
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,14 @@ class Toolbox:
 
     def run(self, tool: str, args: dict[str, Any]) -> ToolOutput:
         """Run one tool call; every failure comes back as a ToolOutput, never an exception."""
+        # the call's Law 1 tier: the shell's classification, an overwrite's, else the tool's own
+        self._law1_class = law1.WORKSPACE_WRITE if tool == "write_file" else \
+            law1.READ_ONLY if tool in TOOL_SPECS else law1.UNKNOWN
+        out = self._run(tool, args)
+        out.law1_class = self._law1_class
+        return out
+
+    def _run(self, tool: str, args: dict[str, Any]) -> ToolOutput:
         spec = TOOL_SPECS.get(tool)
         if spec is None:
             return ToolOutput(error=f"unknown tool {tool!r}; available: "
@@ -292,6 +301,7 @@ class Toolbox:
             raise ToolRefused("command must be a string")
         verdict = law1.classify(command, workspace=self.workspace, protected=self.protected,
                                 cwd=self.workspace, home=self.home)
+        self._law1_class = verdict.level
         if verdict.protected:
             raise ToolRefused(f"{law1.LAW1} refused: `{command}` {verdict.reason}", law1=True)
         if not self.sandbox.usable:      # fail closed: no sandbox, no commands
@@ -447,6 +457,7 @@ class Toolbox:
                                                  f"(unchanged)", target=self.display(real))
             except (OSError, UnicodeDecodeError):
                 pass
+            self._law1_class = law1.DESTRUCTIVE
             ok, note = self._approved(kind="overwrite", command=f"write_file {path}",
                                       paths=[real], classification=law1.DESTRUCTIVE,
                                       reason=f"overwrites existing {real}", snapshot_roots=[])
