@@ -41,6 +41,8 @@ class ToolCallRecord(Body):
     error: Optional[str] = None           # set when the tool failed (non-zero exit, exception...)
     elapsed_ms: float = 0.0
     law1: bool = False                    # the call was refused by the Law 1 gate
+    server: str = ""                      # an MCP tool's server (mcp.json); "" for artoo's own
+    digest: str = ""                      # an MCP call: sha256 of the whole result it returned
 
 
 class CriterionVerdict(Body):
@@ -363,7 +365,7 @@ class ApprovalRequest(Body):
     task_id: str
     subtask_id: str
     approval_id: str
-    kind: Literal["shell", "write", "delete", "overwrite"] = "shell"
+    kind: Literal["shell", "write", "delete", "overwrite", "network", "mcp"] = "shell"
     command: str = ""
     paths: list[str] = Field(default_factory=list)
     classification: str = ""              # read-only / workspace-write / destructive / unknown

@@ -38,6 +38,7 @@ from .executor import Executor
 from services.runtime.llm import Budgeted, CallBudget, LLMClient, LLMError
 from services.runtime.journal import ToolJournal
 from services.runtime.role import transition_publisher
+from services.safety.mcpclient import McpHub
 from services.safety.tools import Toolbox
 from .verifier import Verifier
 
@@ -257,8 +258,11 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
         if llms.get("verifier") is not None:
             llms["verifier"].bus = RoleBus(client, "agentval")
     gate = law1.ApprovalGate(client, subtask, settings, deadline_at=deadline_at)
+    hub = None if llm_error else McpHub.from_settings(
+        settings, workspace=str(settings.workspace),
+        read_roots=[r for r in settings.read_roots.split(":") if r.strip()])
     toolbox = Toolbox(settings, approve=gate.ask, undo=law1.UndoStore(settings, task_id),
-                      subtask_id=sid)
+                      subtask_id=sid, mcp_hub=hub)
     journal = ToolJournal(settings, task_id, sid, deadline_at)
     executor = Executor(subtask, llms["executor"], toolbox, settings, journal=journal)
     verifier = Verifier(subtask, llms["verifier"], settings) if llms.get("verifier") else None
@@ -274,6 +278,8 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     tasklog.append(settings.tasks_dir, task_id, "subtask_begin", subtask_id=sid,
                    intent=subtask.intent, sequence=subtask.sequence,
                    criteria=[c.model_dump() for c in subtask.success_criteria], pid=os.getpid())
+    if hub is not None:
+        discover_mcp(hub, settings, task_id, sid)
     try:
         if llm_error:
             outcome = validator.deadline_outcome([], llm_error)
@@ -294,7 +300,23 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     finally:
         if verifier is not None:
             verifier.close()
+        if hub is not None:
+            hub.close()
         client.stop(drain_s=0.2)
+
+
+def discover_mcp(hub: McpHub, settings: Settings, task_id: str, sid: str) -> None:
+    """The MCP servers' tools (cached per server entry; a server that cannot be asked offers
+    nothing, and the task log says why)."""
+    try:
+        tools = hub.discover()
+    except Exception as exc:  # a client bug: the subtask goes on with artoo's own tools
+        log.exception("MCP discovery failed")
+        hub.problems["*"] = f"{type(exc).__name__}: {exc}"
+        tools = {}
+    tasklog.append(settings.tasks_dir, task_id, "mcp_tools", subtask_id=sid,
+                   servers=sorted(hub.specs), tools=len(tools),
+                   problems=dict(hub.problems) or None)
 
 
 def main(argv: list[str] | None = None) -> int:
