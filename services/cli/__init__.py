@@ -2,7 +2,7 @@
 
 One module per command group registers its commands on `main` (see COMMAND_MODULES): daemon
 (up/down/status), run (run/repl), gate (gate/undo), ggs, memory, audit (tap/audit), tasks, schedule, web,
-keys. Console
+keys, mcp (MCP servers as tools; `artoo mcp serve`). Console
 rendering lives apart from the actions: render.py (the live run) and views.py (tables).
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "services.cli.schedule",
     "services.cli.web",
     "services.cli.keys",
+    "services.cli.mcp",
 ]
 
 
