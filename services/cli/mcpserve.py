@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from mcp.server.fastmcp import Context
 from pydantic import BaseModel, Field
 
 from protocol.messages import ClarificationReply, ConversationalReply, TaskCancel
@@ -150,7 +151,7 @@ def build_server(settings: Settings, *, workspace: str = "", host: str = "127.0.
     """The FastMCP server and its bridge to the bus."""
     import anyio
     from mcp import types
-    from mcp.server.fastmcp import Context, FastMCP
+    from mcp.server.fastmcp import FastMCP
     from mcp.server.fastmcp.exceptions import ToolError
 
     bridge = Bridge(settings, workspace)
