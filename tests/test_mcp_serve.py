@@ -179,9 +179,10 @@ def test_streamable_http_needs_the_token(stack):
 
         async def main():
             from mcp import ClientSession
-            from mcp.client.streamable_http import streamablehttp_client
-            async with streamablehttp_client(url, headers={"Authorization": "Bearer s3cret"}) \
-                    as (read, write, _):
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+            async with create_mcp_http_client(headers={"Authorization": "Bearer s3cret"}) as http, \
+                    streamable_http_client(url, http_client=http) as (read, write, _):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     names = [t.name for t in (await session.list_tools()).tools]
@@ -189,6 +190,20 @@ def test_streamable_http_needs_the_token(stack):
                     return names, listed
         names, listed = anyio.run(main)
         assert "run_goal" in names and isinstance(listed, list)
+        # artoo's own MCP client reaches a streamable-HTTP server with the entry's headers
+        from services.safety.mcpclient import McpHub
+        hub = McpHub(settings, {"self": ServerSpec(name="self", url=url, headers={
+            "Authorization": "Bearer s3cret"})}, workspace=str(root / "ws"))
+        try:
+            assert "self.list_tasks" in hub.discover(refresh=True), hub.problems
+            out = hub.call("self.list_tasks", {"limit": 2})
+            assert out.error is None and out.digest
+            wrong = McpHub(settings, {"bad": ServerSpec(name="bad", url=url)},
+                           workspace=str(root / "ws"))
+            assert not wrong.discover(refresh=True) and "bad" in wrong.problems
+            wrong.close()
+        finally:
+            hub.close()
     finally:
         proc.terminate()
         try:

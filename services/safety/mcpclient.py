@@ -25,7 +25,7 @@ import os
 import tempfile
 import threading
 import time
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Optional
@@ -103,9 +103,7 @@ class _Server:
     def _transport(self):
         spec = self.spec
         if spec.transport == "http":
-            from mcp.client.streamable_http import streamablehttp_client
-            return streamablehttp_client(spec.url, headers=spec.headers or None,
-                                         timeout=self.timeout)
+            return _http_transport(spec.url, spec.headers, self.timeout)
         from mcp.client.stdio import StdioServerParameters, stdio_client
         argv = self.hub.server_argv(spec, self)
         return stdio_client(StdioServerParameters(command=argv[0], args=argv[1:],
@@ -235,6 +233,19 @@ class _Server:
     @staticmethod
     def _garbage(since: int) -> str:
         return "; it wrote output that is not JSON-RPC" if len(_PARSE_FAILURES) > since else ""
+
+
+@asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str], timeout: float):
+    """The streamable-HTTP transport with the entry's headers, on a client this owns."""
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    http = create_mcp_http_client(headers=headers or None,
+                                  timeout=httpx.Timeout(timeout, read=max(timeout, 60.0)))
+    async with http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
 
 
 def _describe(exc: BaseException) -> str:
