@@ -216,6 +216,29 @@ def check_arguments(tool: McpTool, args: dict) -> str:
     return ""
 
 
+def planner_note(home, goal: str, limit: int = 6) -> str:
+    """One line for the planner: the MCP tools the executors have that fit this goal (from the
+    discovery cache of the configured servers; '' when there are none)."""
+    from services.runtime import mcpconfig
+    try:
+        specs = mcpconfig.load(home)
+    except mcpconfig.McpConfigError:
+        return ""
+    cache = mcpconfig.read_cache(home)
+    tools = []
+    for name, spec in specs.items():
+        hit = cache.get(name) or {}
+        if spec.disabled or hit.get("fingerprint") != spec.fingerprint():
+            continue
+        tools += [McpTool.from_dict(name, t) for t in hit.get("tools") or []]
+    picked = select(tools, goal, limit)
+    if not picked:
+        return ""
+    return ("The executors also have these MCP tools (use them for what they offer; name them in "
+            "a subtask's tools): " + "; ".join(f"{t.full_name} ({_clip(t.description, 80)})"
+                                              for t in picked))
+
+
 # -- results ----------------------------------------------------------------------------------
 
 def render_result(result: dict, limit: int) -> tuple[str, Optional[str]]:
