@@ -211,3 +211,58 @@ def test_streamable_http_needs_the_token(stack):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+def test_the_mcp_benchmark_runner_end_to_end(stack, tmp_path):
+    """benchmarks/mcp/run.py on the scripted daemon: it adds its servers to mcp.json, runs the
+    goal with `artoo run`, the executor calls the benchmark's own FastMCP server, the checker
+    passes, and mcp.json is put back."""
+    settings, root, llm, goals, script = stack
+    before = (settings.home / "mcp.json").read_text()
+    tag = "sprocket in the shop catalogue"
+    intent = f"find the unit price of a {tag}"
+    goals.add(tag, "perceiver", perception(intent, ["the price is given"]))
+    goals.add(tag, "planner", plan(subtask(intent, ["the price is given"])))
+    goals.add(tag, "metaval", accept("a sprocket costs 13 EUR", merged_output="13 EUR"))
+    script.executor(intent, {"action": "tool", "tool": "shop.catalogue_price",
+                             "arguments": {"item": "sprocket"}}, result("13 EUR"))
+    script.agentval(intent, all_met("the price is given", evidence="sprocket: 13 EUR per unit"))
+    out = tmp_path / "res.json"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "mcp" / "run.py"),
+                           "--only", "price-sprocket", "--timeout", "120", "--out", str(out),
+                           "--artoo", str(REPO / ".venv" / "bin" / "artoo")],
+                          cwd=REPO, env=dict(os.environ), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rec = json.loads(out.read_text())["records"][0]
+    assert rec["passed"] and rec["mcp_tools_called"] == ["shop.catalogue_price"], rec
+    assert (settings.home / "mcp.json").read_text() == before
+
+
+def test_mcp_benchmark_checkers_accept_the_references_and_reject_distractors(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks" / "agent" / "lib"))
+    import importlib.util
+    import check_util
+    goals = sorted(p for p in (REPO / "benchmarks" / "mcp" / "goals").iterdir() if p.is_dir())
+    assert len(goals) >= 6
+    for g in goals:
+        meta = json.loads((g / "goal.json").read_text())
+        assert meta["servers"] and meta["kind"] in ("question", "file", "multistep", "impossible")
+        ws = tmp_path / g.name
+        ws.mkdir()
+        subprocess.run(["bash", str(g / "setup.sh")], cwd=ws, check=True, timeout=60)
+        subprocess.run(["bash", str(g / "reference.sh"), str(ws / "result.json")], cwd=ws,
+                       check=True, timeout=60)
+        spec_mod = importlib.util.spec_from_file_location(f"mcpcheck_{g.name}".replace("-", "_"),
+                                                          g / "check.py")
+        mod = importlib.util.module_from_spec(spec_mod)
+        spec_mod.loader.exec_module(mod)
+        result = json.loads((ws / "result.json").read_text())
+        ok, why = check_util.judge(mod.SPEC, ws, result, g / "setup.sh")
+        assert ok, (g.name, why)
+        for wrong in getattr(mod.SPEC, "distractors", []):
+            bad = {"answer": f"The answer is {wrong}.", "status": "verified"}
+            assert not check_util.judge(mod.SPEC, ws, bad, g / "setup.sh")[0], (g.name, wrong)
+        if meta["kind"] != "impossible":
+            assert not check_util.judge(mod.SPEC, ws, {"answer": "", "status": "not_possible"},
+                                        g / "setup.sh")[0]
