@@ -143,6 +143,14 @@ def test_law0_accepts_values_from_an_mcp_result():
     goal = "What does a widget cost?"
     assert evidence.unsupported_values("42 EUR", _outputs([rec]), goal) == []
     assert evidence.unsupported_values("43 EUR", _outputs([rec]), goal) == ["43"]
+    # the verifier: backed by the MCP result alone -> "unverified" saying so, not a failed
+    # workspace check that cannot see the server's data
+    why = mcp.backed_by_mcp("42 EUR", [rec], goal)
+    assert "demo.lookup_price" in why and "sha256:x" in why
+    shell = ToolCallRecord(tool="shell", target="python3 -c 'print(42 * 2)'", output="84")
+    assert mcp.backed_by_mcp("84 EUR", [rec, shell], goal)           # computed from MCP data
+    assert mcp.backed_by_mcp("43 EUR", [rec], goal) == ""              # from nowhere: not backed
+    assert mcp.backed_by_mcp("42 EUR", [shell], goal) == ""            # no MCP call
 
 
 # -- real servers, through the Toolbox (the effector's gates), no bus ------------------------------

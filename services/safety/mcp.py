@@ -239,6 +239,29 @@ def planner_note(home, goal: str, limit: int = 6) -> str:
                                               for t in picked))
 
 
+def backed_by_mcp(answer: str, records: Iterable[Any], goal: str) -> str:
+    """Why an answer rests on an MCP result ('' when it does not): this attempt read data from
+    an MCP tool, and every value of the answer is in its successful tool outputs (the MCP
+    results, or a program that computed from them). The data is then the server's, which no
+    check in the workspace can re-derive: Law 0 takes the result as tool output (the record and
+    its digest), and the outcome stays "unverified" rather than failing on a check that cannot
+    see the data. A value from nowhere is left to the usual checks."""
+    from . import evidence as ev
+    ok = [r for r in records if not r.error]
+    mine = [r for r in ok if getattr(r, "server", "") and (r.output or "").strip()]
+    if not mine or not ev.answer_values(answer):
+        return ""
+    outs = [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")
+            for r in ok]
+    if ev.unsupported_values(answer, outs, goal):
+        return ""
+    names = ", ".join(sorted({r.tool for r in mine}))
+    digests = ", ".join(sorted({r.digest[:19] for r in mine if r.digest}))
+    return (f"the answer rests on the MCP tool result of {names}" +
+            (f" ({digests}…)" if digests else "") + ", the server's data: the workspace holds "
+            "nothing an independent check could re-derive it from")
+
+
 # -- results ----------------------------------------------------------------------------------
 
 def render_result(result: dict, limit: int) -> tuple[str, Optional[str]]:
