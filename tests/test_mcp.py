@@ -257,3 +257,50 @@ def test_the_published_filesystem_server(mcp_env):
         assert out.error                                         # outside its allowed dir
     finally:
         hub.close()
+
+
+def test_mcp_calls_are_journaled_like_shell_calls(mcp_env):
+    """A re-run after a crash reuses a finished MCP call's record (server and digest included)
+    and never repeats a half-run call of a tool that may act outside the workspace."""
+    from protocol.messages import SubTask
+    from services.roles.executor import Executor, signature
+    from services.runtime.journal import ToolJournal
+    from services.safety.tools import ToolOutput
+
+    class Box:
+        workspace = str(mcp_env.workspace)
+        ran: list = []
+
+        def rerun_safe(self, tool):
+            return tool != "remote.send"
+
+        def run(self, tool, args):
+            self.ran.append(tool)
+            return ToolOutput(output="fresh", target=tool, server=tool.split(".")[0],
+                              digest="sha256:new")
+
+    st = SubTask(subtask_id="st-j", parent_task_id="run-j", intent="x")
+    journal = ToolJournal(mcp_env, "run-j", "st-j")
+    lines = [
+        {"key": ToolJournal.key(1, 1, signature("demo.lookup_price", {"item": "w"})),
+         "state": "finished", "output": "widget: 42 EUR", "error": None, "target": "t",
+         "server": "demo", "result_digest": "sha256:old", "by": "earlier"},
+        {"key": ToolJournal.key(1, 2, signature("remote.send", {"to": "a"})),
+         "state": "started", "tool": "remote.send", "args": {"to": "a"}, "by": "earlier",
+         "digest": __import__("services.safety.evidence", fromlist=["x"]).digest(
+             str(mcp_env.workspace))}]
+    journal.dir.mkdir(parents=True, exist_ok=True)
+    journal.path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    box = Box()
+    ex = Executor(st, None, box, mcp_env, journal=ToolJournal(mcp_env, "run-j", "st-j"))
+    reused = ex._run_once(1, 1, "demo.lookup_price", {"item": "w"},
+                          signature("demo.lookup_price", {"item": "w"}))
+    assert (reused.output, reused.server, reused.digest) == ("widget: 42 EUR", "demo",
+                                                             "sha256:old")
+    held = ex._run_once(1, 2, "remote.send", {"to": "a"}, signature("remote.send", {"to": "a"}))
+    assert held.output.startswith("NOT RUN AGAIN") and box.ran == []
+    fresh = ex._run_once(1, 3, "demo.stock_level", {"item": "w"},
+                         signature("demo.stock_level", {"item": "w"}))
+    assert fresh.digest == "sha256:new" and box.ran == ["demo.stock_level"]
+    last = json.loads(journal.path.read_text().splitlines()[-1])
+    assert last["state"] == "finished" and last["result_digest"] == "sha256:new"
