@@ -17,7 +17,8 @@ from test_mcp import DEMO
 
 @pytest.fixture(scope="module")
 def h():
-    harness = EffectorHarness(extra_env={"ARTOO_MCP_TIMEOUT_S": "4"})
+    harness = EffectorHarness(extra_env={"ARTOO_MCP_TIMEOUT_S": "120",
+                                         "ARTOO_MCP_START_TIMEOUT_S": "180"})
     try:
         mcpconfig.save(harness.home, {"demo": ServerSpec(name="demo", command=sys.executable,
                                                          args=[DEMO])})
@@ -28,6 +29,7 @@ def h():
 
 
 def script(h, st, executor=(), agentval=()):
+    st.deadline_at = max(st.deadline_at, __import__("time").time() + 400)   # a loaded machine
     for reply in executor:
         h.llm.add("executor", reply, task=st.parent_task_id)
     for reply in agentval:
@@ -52,7 +54,7 @@ def test_read_only_runs_destructive_asks_the_operator_and_both_are_recorded(h):
                             mcp_call("demo.delete_file", path="stale.txt"),
                             R.result("widget costs 42 EUR; stale.txt deleted")],
            agentval=[R.all_met(crit, evidence="the tool printed widget: 42 EUR; deleted")])
-    outcome = h.run(st)
+    outcome = h.run(st, timeout=240)
     assert [a.kind for a in asked] == ["mcp"]                  # only the destructive call asked
     assert asked[0].command.startswith("demo.delete_file") and \
         asked[0].classification == "destructive"
@@ -80,7 +82,7 @@ def test_a_denied_approval_is_a_law1_result(h):
     script(h, st, executor=[mcp_call("demo.delete_file", path="keep.txt"),
                             R.result("could not delete: refused", status="failed")],
            agentval=[R.cannot("keep.txt is deleted", "the operator refused")])
-    outcome = h.run(st)
+    outcome = h.run(st, timeout=240)
     assert (h.workspace / "keep.txt").exists()
     assert outcome.tool_calls[0].law1 and "[LAW1]" in outcome.tool_calls[0].error
 
@@ -90,7 +92,7 @@ def test_a_crashing_server_does_not_hang_the_subtask(h):
     script(h, st, executor=[mcp_call("demo.crash"), mcp_call("demo.lookup_price", item="gizmo"),
                             R.result("the server crashed; gizmo costs 99 EUR")],
            agentval=[R.all_met("the crash is reported", evidence="gizmo: 99 EUR")])
-    outcome = h.run(st, timeout=60)
+    outcome = h.run(st, timeout=240)
     crash, price = outcome.tool_calls
     assert "exited or closed the connection" in crash.error
     assert price.output == "gizmo: 99 EUR"                   # restarted for the next call

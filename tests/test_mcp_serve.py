@@ -59,7 +59,8 @@ def stack():
         mcpconfig.save(settings.home, {"demo": ServerSpec(name="demo", command=sys.executable,
                                                           args=[DEMO])})
     with ScriptedLLM() as llm, scripted_daemon(llm, prefix="at-mcps-", scale=1,
-                                               extra_env={"ARTOO_MCP_TIMEOUT_S": "5"},
+                                               extra_env={"ARTOO_MCP_TIMEOUT_S": "120",
+                                                          "ARTOO_MCP_START_TIMEOUT_S": "180"},
                                                before_up=before_up) as (settings, root):
         script = SubtaskScript().install(llm)
         yield settings, root, llm, GoalScript(llm), script
@@ -229,10 +230,10 @@ def test_the_mcp_benchmark_runner_end_to_end(stack, tmp_path):
     script.agentval(intent, all_met("the price is given", evidence="sprocket: 13 EUR per unit"))
     out = tmp_path / "res.json"
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "mcp" / "run.py"),
-                           "--only", "price-sprocket", "--timeout", "120", "--out", str(out),
+                           "--only", "price-sprocket", "--timeout", "400", "--out", str(out),
                            "--artoo", str(REPO / ".venv" / "bin" / "artoo")],
                           cwd=REPO, env=dict(os.environ), capture_output=True, text=True,
-                          timeout=300)
+                          timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rec = json.loads(out.read_text())["records"][0]
     assert rec["passed"] and rec["mcp_tools_called"] == ["shop.catalogue_price"], rec

@@ -156,8 +156,9 @@ class _Server:
         try:
             async with AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(ClientSession(
-                    streams[0], streams[1], read_timeout_seconds=timedelta(seconds=self.timeout)))
+                # no session-wide read timeout: a slow start must not fail `initialize` (start()
+                # bounds it); every later request carries its own bound
+                session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
                 await session.initialize()
                 if not ready.done():
                     ready.set_result(session)
@@ -197,13 +198,14 @@ class _Server:
     async def list_tools(self) -> list[dict]:
         session = await self.start()
         tools, cursor = [], None
+        bound = max(self.timeout, self.hub.settings.mcp_start_timeout_s)
         for _ in range(20):                 # pages
             try:
                 page = await asyncio.wait_for(session.list_tools(cursor=cursor) if cursor
-                                              else session.list_tools(), self.timeout)
+                                              else session.list_tools(), bound)
             except asyncio.TimeoutError:
                 await self.stop()
-                raise McpFailure(self._why(f"did not list its tools within {self.timeout:g}s"))
+                raise McpFailure(self._why(f"did not list its tools within {bound:g}s"))
             except Exception as exc:  # noqa: BLE001
                 await self.stop()
                 raise McpFailure(self._why(f"failed to list its tools: {_describe(exc)}"))
@@ -356,7 +358,7 @@ class McpHub:
                 return await asyncio.gather(*(self._server(n).list_tools() for n in todo),
                                             return_exceptions=True)
             try:
-                answers = self._run(ask_all(), self.settings.mcp_start_timeout_s +
+                answers = self._run(ask_all(), 2 * self.settings.mcp_start_timeout_s +
                                     max(self.specs[n].timeout or self.settings.mcp_timeout_s
                                         for n in todo) + 10)
             except McpFailure as exc:
