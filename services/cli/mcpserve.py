@@ -90,7 +90,10 @@ class Bridge:
         session = self.session()
         with self._lock:       # the options are the session's: set and submit as one step
             session.workspace, session.yes, session.network = workspace, yes, network
-            return session.submit(goal, deadline_s=deadline_s)
+            try:
+                return session.submit(goal, deadline_s=deadline_s)
+            finally:           # `yes` travels in the request; the session itself never
+                session.yes = False    # pre-approves another run's request
 
     def next_event(self, run_id: str, timeout: float = POLL_S):
         try:
