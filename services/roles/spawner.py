@@ -114,9 +114,6 @@ def zygote_main(fd: int) -> int:
     from services.safety import law1
     from protocol.messages import SubTask as _SubTask
     law1.classify("ls | wc -l > /dev/null", workspace=settings.workspace)  # warm bashlex tables
-    if (settings.home / "mcp.json").exists():      # MCP servers configured: preload the SDK
-        from services.safety import mcpclient
-        mcpclient.preload()
     try:
         llms = effector.build_llms(settings)
     except Exception as exc:                       # the effector reports it as its outcome

@@ -65,16 +65,6 @@ class McpFailure(Exception):
     and the operator alike."""
 
 
-def preload() -> None:
-    """Import the SDK's client now (the spawner's zygote: every forked effector has it)."""
-    try:
-        import mcp.client.session  # noqa: F401
-        import mcp.client.stdio  # noqa: F401
-        import mcp.client.streamable_http  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - a dependency of artoo
-        log.warning("the mcp SDK is not importable: %s", exc)
-
-
 def _setpriv() -> str:
     from .tools import SETPRIV          # late: tools imports this module
     return SETPRIV or ""
