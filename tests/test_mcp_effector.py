@@ -22,7 +22,7 @@ def h():
     try:
         mcpconfig.save(harness.home, {"demo": ServerSpec(name="demo", command=sys.executable,
                                                          args=[DEMO])})
-        harness.start_spawner()
+        harness.start_spawner(timeout=600)     # its zygote: slow on a loaded machine
         yield harness
     finally:
         harness.close()

@@ -48,6 +48,20 @@ def servers() -> dict[str, dict]:
     return out
 
 
+class McpArtoo(Artoo):
+    """The agent benchmark's artoo runner; `artoo run` here always has --workspace."""
+
+    def prepare(self) -> None:
+        import subprocess
+        proc = subprocess.run([self.exe, "status", "--json"], capture_output=True, text=True,
+                              timeout=600)
+        if proc.returncode != 0:
+            log("artoo daemon not (fully) up: `artoo up` (it is left running)")
+            up = subprocess.run([self.exe, "up"], capture_output=True, text=True, timeout=900)
+            if up.returncode != 0:
+                raise SystemExit(f"`artoo up` failed:\n{up.stdout[-2000:]}{up.stderr[-2000:]}")
+
+
 def install_servers(home: Path) -> dict | None:
     """Add the benchmark's servers to mcp.json; returns the file's former content (None: none)."""
     from services.runtime import mcpconfig
@@ -120,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         log("no goals to run")
         return 2
     before = install_servers(home)
-    artoo = Artoo(args.artoo, args.timeout)
+    artoo = McpArtoo(args.artoo, args.timeout)
     records: list[dict] = []
     started = time.time()
     try:
