@@ -61,7 +61,8 @@ def stack():
     with ScriptedLLM() as llm, scripted_daemon(llm, prefix="at-mcps-", scale=1,
                                                extra_env={"ARTOO_MCP_TIMEOUT_S": "120",
                                                           "ARTOO_MCP_START_TIMEOUT_S": "180"},
-                                               before_up=before_up) as (settings, root):
+                                               before_up=before_up,
+                                               up_timeout_s=600) as (settings, root):
         script = SubtaskScript().install(llm)
         yield settings, root, llm, GoalScript(llm), script
 
