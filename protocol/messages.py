@@ -43,6 +43,8 @@ class ToolCallRecord(Body):
     law1: bool = False                    # the call was refused by the Law 1 gate
     law1_class: str = ""                  # its Law 1 tier: read-only, workspace-write, unknown,
                                           # destructive ("" = not run: blocked, repeated)
+    server: str = ""                      # an MCP tool's server (mcp.json); "" for artoo's own
+    digest: str = ""                      # an MCP call: sha256 of the whole result it returned
 
 
 class CriterionVerdict(Body):
@@ -365,7 +367,7 @@ class ApprovalRequest(Body):
     task_id: str
     subtask_id: str
     approval_id: str
-    kind: Literal["shell", "write", "delete", "overwrite"] = "shell"
+    kind: Literal["shell", "write", "delete", "overwrite", "network", "mcp"] = "shell"
     command: str = ""
     paths: list[str] = Field(default_factory=list)
     classification: str = ""              # read-only / workspace-write / destructive / unknown

@@ -129,6 +129,12 @@ class Settings:
                                          # (a command server inside), not one per command
     search_url: str = ""                 # ARTOO_SEARCH_URL: SearXNG-style JSON search endpoint
     undo_max_bytes: int = 200 << 20      # larger approved deletes/overwrites get no undo copy
+    # MCP servers as tools ($ARTOO_HOME/mcp.json; services/safety/mcp.py)
+    mcp_timeout_s: float = 30.0          # one MCP tool call (a server that hangs is stopped)
+    mcp_start_timeout_s: float = 60.0    # start + initialize of one server (npx may download)
+    mcp_max_tools: int = 8               # MCP tools offered to the executor (the most relevant)
+    mcp_local_max_tools: int = 3         # the same on the bundled local model
+    mcp_prompt_chars: int = 2400         # the MCP part of the executor's prompt at most
 
     # --- GGS (seeds/000 Appendix B) ------------------------------------------------------------
     ggs_alpha: float = 0.6

@@ -142,7 +142,7 @@ def daemon(artoo_env, settings):
 
 @contextmanager
 def scripted_daemon(llm, *, prefix: str, scale: int = 2, extra_env: dict | None = None,
-                    before_up: Callable | None = None):
+                    before_up: Callable | None = None, up_timeout_s: float = 120):
     """A real daemon (`artoo up`) in a temporary ARTOO_HOME and workspace, its LLM endpoint the
     scripted one; yields (settings, root). `before_up(settings)` runs with the environment set
     and the daemon still down. Afterwards: down, the temp dir removed, and no process left."""
@@ -161,7 +161,7 @@ def scripted_daemon(llm, *, prefix: str, scale: int = 2, extra_env: dict | None 
         try:
             if before_up is not None:
                 before_up(settings)
-            daemon.up(settings, timeout_s=120)
+            daemon.up(settings, timeout_s=up_timeout_s)
             yield settings, root
         finally:
             daemon.down(settings)

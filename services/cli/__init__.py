@@ -2,7 +2,7 @@
 
 One module per command group registers its commands on `main` (see COMMAND_MODULES): daemon
 (up/down/status), run (run/repl), gate (gate/undo), ggs, memory, audit (tap/audit), tasks, schedule, web,
-keys, metrics. Console
+keys, metrics, mcp (MCP servers as tools; `artoo mcp serve`). Console
 rendering lives apart from the actions: render.py (the live run) and views.py (tables).
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "services.cli.web",
     "services.cli.keys",
     "services.cli.metrics",
+    "services.cli.mcp",
 ]
 
 

@@ -38,6 +38,7 @@ from .executor import Executor
 from services.runtime.llm import Budgeted, CallBudget, LLMClient, LLMError
 from services.runtime.journal import ToolJournal
 from services.runtime.role import transition_publisher
+from services.safety.mcpclient import McpHub
 from services.safety.tools import Toolbox
 from .verifier import Verifier
 
@@ -260,8 +261,11 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
         if llms.get("verifier") is not None:
             llms["verifier"].bus = RoleBus(client, "agentval")
     gate = law1.ApprovalGate(client, subtask, settings, deadline_at=deadline_at)
+    hub = None if llm_error else McpHub.from_settings(
+        settings, workspace=str(settings.workspace),
+        read_roots=[r for r in settings.read_roots.split(":") if r.strip()])
     toolbox = Toolbox(settings, approve=gate.ask, undo=law1.UndoStore(settings, task_id),
-                      subtask_id=sid)
+                      subtask_id=sid, mcp_hub=hub)
     toolbox.prewarm()              # the attempt's one sandbox starts while the bus connects
     journal = ToolJournal(settings, task_id, sid, deadline_at)
     executor = Executor(subtask, llms["executor"], toolbox, settings, journal=journal)
@@ -282,6 +286,8 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
         "artoo.subtask.id": sid, "artoo.subtask.intent": subtask.intent[:200],
         "artoo.subtask.sequence": subtask.sequence, "artoo.plan_round": subtask.plan_round})
     sp.__enter__()
+    if hub is not None:
+        discover_mcp(hub, settings, task_id, sid)
     try:
         if llm_error:
             outcome = validator.deadline_outcome([], llm_error)
@@ -303,11 +309,27 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
         if verifier is not None:
             verifier.close()
         toolbox.close()
+        if hub is not None:
+            hub.close()
         client.stop(drain_s=0.2)
         if effector.outcome is not None:
             sp.set("artoo.subtask.status", effector.outcome.status)
         sp.__exit__(None, None, None)
         telemetry.shutdown()               # forked: the zygote's child leaves with os._exit
+
+
+def discover_mcp(hub: McpHub, settings: Settings, task_id: str, sid: str) -> None:
+    """The MCP servers' tools (cached per server entry; a server that cannot be asked offers
+    nothing, and the task log says why)."""
+    try:
+        tools = hub.discover()
+    except Exception as exc:  # a client bug: the subtask goes on with artoo's own tools
+        log.exception("MCP discovery failed")
+        hub.problems["*"] = f"{type(exc).__name__}: {exc}"
+        tools = {}
+    tasklog.append(settings.tasks_dir, task_id, "mcp_tools", subtask_id=sid,
+                   servers=sorted(hub.specs), tools=len(tools),
+                   problems=dict(hub.problems) or None)
 
 
 def main(argv: list[str] | None = None) -> int:

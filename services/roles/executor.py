@@ -28,13 +28,15 @@ from services.roles.programs import (PYTHON_PREFIX, names_data_file, python_code
 from services.runtime import tasklog, telemetry
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import evidence, referents
+from services.safety import evidence, mcp, referents
 from services.safety.tools import TOOL_SPECS, Toolbox, head_tail
 
 log = logging.getLogger("artoo.executor")
 
 _ARG_FIELDS = ("command", "path", "content", "pattern", "root", "glob", "query")
 _ARG_CONTAINERS = ("args", "arguments", "parameters", "input", "params")
+_STEP_KEYS = frozenset(("action", "tool", "status", "output", "uncertainty", "answer_first",
+                        "mcp_args", *_ARG_CONTAINERS))
 
 
 class ExecutorStep(BaseModel):
@@ -53,6 +55,7 @@ class ExecutorStep(BaseModel):
     output: Any = None
     uncertainty: Optional[str] = None
     answer_first: bool = False     # local form "ANSWER: y / PYTHON: x": the answer came first
+    mcp_args: Optional[dict] = None   # an MCP tool's arguments (its own names, any shape)
 
     @model_validator(mode="before")
     @classmethod
@@ -62,6 +65,17 @@ class ExecutorStep(BaseModel):
         if not isinstance(value, dict):
             return value
         value = dict(value)
+        raw_action = str(value.get("action") or "").strip()
+        if mcp.SEP in raw_action and " " not in raw_action:   # {"action": "srv.tool", ...}
+            value.setdefault("tool", raw_action)
+            value["action"] = "tool"
+        tool = str(value.get("tool") or "").strip()
+        if tool and tool not in TOOL_SPECS and value.get("mcp_args") is None:
+            # an MCP tool: its arguments are its own, nested or at the top level
+            nested = next((value[k] for k in _ARG_CONTAINERS if isinstance(value.get(k), dict)),
+                          None)
+            value["mcp_args"] = dict(nested) if nested is not None else {
+                k: v for k, v in value.items() if k not in _STEP_KEYS}
         for key in _ARG_CONTAINERS:
             nested = value.get(key)
             if isinstance(nested, dict):
@@ -94,6 +108,8 @@ class ExecutorStep(BaseModel):
         return value
 
     def tool_args(self) -> dict[str, Any]:
+        if self.mcp_args is not None and self.tool not in TOOL_SPECS:
+            return dict(self.mcp_args)
         spec = TOOL_SPECS.get(self.tool)
         names = spec.args if spec else _ARG_FIELDS
         return {n: getattr(self, n) for n in names if getattr(self, n, None) is not None}
@@ -171,8 +187,32 @@ Rules:
 - If a step was refused ([LAW1]), report that; do not try another way around it.
 - ANSWER only when an output above shows the task is done.
 Workspace (the current directory): {workspace}"""
-_LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|PYTHON|ANSWER|NOT[ _]POSSIBLE|FAILED)(?:\*\*)?\s*:\s*",
-                          re.I | re.M)
+_LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|PYTHON|ANSWER|NOT[ _]POSSIBLE|FAILED|TOOL)"
+                          r"(?:\*\*)?\s*:\s*", re.I | re.M)
+_LOCAL_MCP = """To call one of these tools, reply
+TOOL: <name> {"<argument>": <value>}
+%s
+- When one of these tools gives what the task asks for, call it with TOOL: instead of a command.
+"""
+
+
+def parse_tool_line(rest: str) -> "ExecutorStep":
+    """`TOOL: srv.tool {"arg": 1}` (the local form of an MCP call); a non-JSON rest is kept as
+    `__text__` for the executor to give to the tool's one required argument."""
+    line = rest.strip().splitlines()[0] if rest.strip() else ""
+    name, _, tail = line.strip().strip("`").partition(" ")
+    if not name:
+        raise ValueError("TOOL: names no tool")
+    tail = tail.strip()
+    args: dict = {}
+    if tail:
+        try:
+            parsed = json.loads(tail[tail.index("{"):tail.rindex("}") + 1]) if "{" in tail \
+                else None
+        except ValueError:
+            parsed = None
+        args = parsed if isinstance(parsed, dict) else {"__text__": tail.strip("'\"")}
+    return ExecutorStep(action="tool", tool=name.strip(), mcp_args=args)
 _FENCE = re.compile(r"^```[a-z]*\s*\n?|\n?```\s*$", re.I)
 
 
@@ -197,6 +237,8 @@ def parse_local_step(text: str) -> ExecutorStep:
         raise ValueError("the reply has no PYTHON:, COMMAND:, ANSWER: or NOT POSSIBLE: line")
     kind = match.group(1).upper().replace("_", " ")
     rest = (text or "")[match.end():]
+    if kind == "TOOL":
+        return parse_tool_line(rest)
     if kind == "ANSWER":
         nxt = next((m for m in _LOCAL_REPLY.finditer(rest)
                     if m.group(1).upper() in ("COMMAND", "PYTHON")), None)
@@ -274,7 +316,37 @@ class Executor:
             available = [n for n in available if n in LOCAL_TOOLS] or available
         tools = [TOOL_SPECS[n].usage for n in available if n not in blocked]
         template = _LOCAL_SYSTEM if self.local else _SYSTEM
+        offered = [t for t in self.toolbox.offered_mcp(self._goal_text(), local=self.local)
+                   if t.full_name not in blocked]
+        mcp_lines = mcp.usage_lines(offered, local=self.local,
+                                    budget=self.settings.mcp_prompt_chars)
+        if mcp_lines and self.local:
+            block = _LOCAL_MCP % "\n".join(mcp_lines)
+            template = template.replace("Rules:\n", block.replace("{", "{{").replace("}", "}}") +
+                                        "Rules:\n", 1)
+        elif mcp_lines:
+            tools += ["MCP tools (arguments as named; their results are tool output like any "
+                      "other):", *mcp_lines]
         return template.format(workspace=self.toolbox.workspace, tools="\n".join(tools))
+
+    def _mcp_fits(self) -> bool:
+        """An MCP tool shares words with the goal (the local model is then offered TOOL:
+        first)."""
+        goal = mcp.words(self._goal_text())
+        return any(mcp.score(t, goal) >= 3 for t in self.toolbox.offered_mcp(
+            self._goal_text(), local=self.local))
+
+    def _goal_text(self) -> str:
+        return f"{self.subtask.goal}\n{self.subtask.intent}"
+
+    def _mcp_args(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A local `TOOL: name some text` gives the text to the tool's one required argument."""
+        found = self.toolbox.mcp_tools().get(tool)
+        if found is None or "__text__" not in args:
+            return args
+        schema = found.input_schema
+        names = list(schema.get("required") or []) or list(schema.get("properties") or {})
+        return {names[0]: args["__text__"]} if len(names) == 1 else args
 
     def user_prompt(self, correction: Optional[CorrectionSignal], calls: list[ToolCallRecord],
                     notes: list[str]) -> str:
@@ -321,7 +393,8 @@ class Executor:
             lines.append("If a command output above answers the task, reply ANSWER: <the "
                          "value(s)>; otherwise reply with the next COMMAND:.")
         elif self.local:
-            lines.append("Reply with your first PYTHON: program." if self._python_first()
+            lines.append("Reply with your first TOOL: or COMMAND:." if self._mcp_fits()
+                         else "Reply with your first PYTHON: program." if self._python_first()
                          else "Reply with your first COMMAND:.")
         elif calls:
             lines.append("If these results satisfy the criteria, reply with the result now; "
@@ -416,15 +489,18 @@ class Executor:
                            subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
                            tool=tool, tool_input=args)
             return ToolCallRecord(tool=tool, arguments=args, target=prior.get("target") or "",
-                                  output=prior.get("output") or "", error=prior.get("error"))
-        if prior and prior.get("state") == "started" and prior.get("digest") != digest:
+                                  output=prior.get("output") or "", error=prior.get("error"),
+                                  server=prior.get("server") or "",
+                                  digest=prior.get("result_digest") or "")
+        if prior and prior.get("state") == "started" and (
+                prior.get("digest") != digest or not self.toolbox.rerun_safe(tool)):
             tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call_unknown",
                            subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
                            tool=tool, tool_input=args)
             return ToolCallRecord(tool=tool, arguments=args, target="", output=(
                 "NOT RUN AGAIN: this call was started before a restart and did not report back; "
-                "the workspace changed since it started, so it may have done its work. Check the "
-                "workspace instead of repeating it."))
+                "the workspace changed since it started (or the tool may act outside it), so it "
+                "may have done its work. Check the workspace instead of repeating it."))
         if journal:
             journal.started(key, tool, args, digest)
         started = time.monotonic()
@@ -443,9 +519,11 @@ class Executor:
         record = ToolCallRecord(tool=tool, arguments=args, target=out.target,
                                 output=head_tail(out.output, self.output_chars),
                                 error=out.error, law1=out.law1, law1_class=out.law1_class,
+                                server=out.server, digest=out.digest,
                                 elapsed_ms=round((time.monotonic() - started) * 1000, 1))
         if journal:
-            journal.finished(key, record.output, record.error, record.target)
+            journal.finished(key, record.output, record.error, record.target,
+                             server=record.server, result_digest=record.digest)
         return record
 
     # -- one attempt --------------------------------------------------------------------------
@@ -497,7 +575,7 @@ class Executor:
                 # an answer given after this attempt's outputs, then a further call: the answer
                 return result(step.status, step.output, None)
             tool = step.tool.strip()
-            args = step.tool_args()
+            args = self._mcp_args(tool, step.tool_args())
             sig = signature(tool, args)
             if sig == last_sig:
                 repeats += 1
@@ -550,12 +628,13 @@ class Executor:
                            subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
                            tool=tool, tool_input=args, tool_output=record.output[:500],
                            tool_error=record.error, law1=record.law1 or None,
-                           law1_class=record.law1_class or None, elapsed_ms=record.elapsed_ms)
+                           law1_class=record.law1_class or None, elapsed_ms=record.elapsed_ms,
+                           server=record.server or None, result_digest=record.digest or None)
             if self.local and _flattened_program(record):
                 notes.append("YOUR `python3 -c` COMMAND IS NOT VALID PYTHON: its statements are "
                              "on one line. Reply PYTHON: and put the program on its own lines "
                              "below it.")
-            if self.local and not blocked:
+            if self.local and not blocked and tool == "shell":
                 found = self._finish_from_output(
                     record, evidence.digest(str(self.toolbox.workspace)) != before, attempt)
                 if found is not None:

@@ -25,7 +25,7 @@ from protocol.messages import (FinalResult, MemoryRecall, PlanDirective, Plannin
 from protocol.settings import Settings
 
 from services.runtime import tasklog, telemetry
-from services.safety import referents
+from services.safety import mcp, referents
 from .calibration import build_constraints, calibrate
 from .dispatcher import Dispatcher, TaskPlan
 from services.runtime.llm import LLMClient, LLMError
@@ -373,8 +373,9 @@ class Planner:
         """One LLM plan, validated in code, re-asked once on a violation."""
         task = spec.task_id
         problems: list[str] = []
+        note = mcp.planner_note(self.settings.home, f"{spec.raw_input}\n{spec.intent}")
         for attempt in (1, 2):
-            user = prompt
+            user = prompt + (f"\n{note}" if note else "")
             if problems:
                 user += ("\n\nYour previous plan was rejected: " + "; ".join(problems) +
                          ". Fix this and reply with the whole plan as JSON.")

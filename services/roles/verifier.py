@@ -47,7 +47,7 @@ from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missin
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import datafiles, evidence as ev, referents, sandbox
+from services.safety import datafiles, evidence as ev, mcp, referents, sandbox
 from .law0report import Law0Report, answer_text, claims_absence, record_flaw
 from services.safety.law1 import READ_ONLY, classify
 from services.safety.tools import Toolbox, ToolOutput, head_tail
@@ -343,6 +343,10 @@ class Verifier:
                                    f"output shows",
                     what_to_do="run a command whose output shows the answer, and copy the answer "
                                "from that output", answer=answer)
+        backed = "" if claims_none or file_work else mcp.backed_by_mcp(answer, current or records,
+                                                                        self.goal)
+        if backed:                 # the server's data: no workspace check can see it
+            return Law0Report("unverified", backed, checks, unverified=[backed], answer=answer)
         derived = self.derive()
         file = derived.output_file if derived.available or derived.output_file else ""
         if derived.available and derived.effects is not None and not claims_none:

@@ -82,9 +82,12 @@ class ToolJournal:
         self._append({"key": key, "state": "started", "tool": tool, "args": args,
                       "digest": digest})
 
-    def finished(self, key: str, output: str, error: Optional[str], target: str = "") -> None:
+    def finished(self, key: str, output: str, error: Optional[str], target: str = "",
+                 **extra: Any) -> None:
+        """`extra`: what else the record of the call carries (an MCP call's server and result
+        digest), so a reused call's record is the one the first process made."""
         self._append({"key": key, "state": "finished", "output": output, "error": error,
-                      "target": target})
+                      "target": target, **extra})
 
     # The verifier's picture of the workspace before the first tool call (Law 0 compares the end
     # against it): a re-run must compare against the state before the *first* run's effects.

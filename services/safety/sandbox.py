@@ -131,6 +131,16 @@ def command_argv(settings: Settings, command: str, *, workspace: str, network: b
                  read_roots: list[str], writable: bool = True) -> list[str]:
     """The bwrap command line that runs `bash -c command` confined to `workspace` (mounted
     read-only when not `writable`: a check that must not change what it reads)."""
+    return program_argv(settings, ["bash", "-c", command], workspace=workspace, network=network,
+                        read_roots=read_roots, writable=writable)
+
+
+def program_argv(settings: Settings, program: list[str], *, workspace: str, network: bool,
+                 read_roots: list[str], writable: bool = True,
+                 env: dict[str, str] | None = None) -> list[str]:
+    """The bwrap command line that runs `program` (an argv) in the sandbox: the workspace
+    writable (unless not `writable`), `read_roots` read-only (an MCP server's own install),
+    artoo's data hidden; `env` is set inside on top of HOME, TMPDIR and PWD."""
     # --cap-drop ALL: run as root, bwrap would otherwise leave the command every capability
     argv = [shutil.which(BWRAP) or BWRAP, "--die-with-parent", "--new-session", "--unshare-all",
             "--cap-drop", "ALL", "--hostname", "artoo-sandbox"]
@@ -159,8 +169,10 @@ def command_argv(settings: Settings, command: str, *, workspace: str, network: b
     if os.path.isfile(key) and _under_any(key, [workspace, *read_roots, *SYSTEM_RO]):
         argv += ["--ro-bind", "/dev/null", key]
     argv += ["--chdir", workspace, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp",
-             "--setenv", "PWD", workspace, "--", "bash", "-c", command]
-    return argv
+             "--setenv", "PWD", workspace]
+    for key, value in (env or {}).items():
+        argv += ["--setenv", key, value]
+    return argv + ["--", *program]
 
 
 def _under_any(path: str, roots: list[str]) -> bool:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from protocol.settings import Settings
 
-from . import law1, sandbox, sandbox_session
+from . import law1, mcp, sandbox, sandbox_session
 
 _PR_SET_PDEATHSIG = 1
 try:
@@ -63,6 +63,8 @@ class ToolOutput:
     target: str = ""
     law1: bool = False
     law1_class: str = ""           # the Law 1 tier of the call (levels.py): telemetry, metrics
+    server: str = ""               # an MCP tool's server
+    digest: str = ""               # an MCP call: the digest of its whole result
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class Toolbox:
     """The tools of one effector, bound to the workspace, the Law 1 gate and the undo store."""
 
     def __init__(self, settings: Settings, *, approve: Approve | None = None,
-                 undo: law1.UndoStore | None = None, subtask_id: str = ""):
+                 undo: law1.UndoStore | None = None, subtask_id: str = "", mcp_hub=None):
         self.settings = settings
         self.workspace = os.path.realpath(settings.workspace)
         self.protected = law1.protected_roots(settings)
@@ -128,6 +130,7 @@ class Toolbox:
         self.home = os.path.expanduser("~")
         self.sandbox = sandbox.status(settings)
         self.network = bool(settings.sandbox_network)
+        self.mcp = mcp_hub             # services/safety/mcpclient.McpHub, or None
         Path(self.workspace).mkdir(parents=True, exist_ok=True)
         # one long-lived sandbox per (network, writable), reused by every command of the attempt
         self._sessions: dict[tuple[bool, bool], sandbox_session.Session] = {}
@@ -205,6 +208,27 @@ class Toolbox:
             names.remove("web_search")
         return names
 
+    def mcp_tools(self) -> dict[str, "mcp.McpTool"]:
+        return dict(self.mcp.tools) if self.mcp is not None else {}
+
+    def offered_mcp(self, goal: str, *, local: bool = False) -> list["mcp.McpTool"]:
+        """The MCP tools the executor is shown for this goal (the most relevant, bounded)."""
+        limit = self.settings.mcp_local_max_tools if local else self.settings.mcp_max_tools
+        return mcp.select(self.mcp_tools().values(), goal, limit)
+
+    def rerun_safe(self, tool: str) -> bool:
+        """Whether a call that was started and never reported back may be made again when the
+        workspace shows no effect of it: artoo's own tools and a sandboxed stdio server can
+        only act on the workspace; another MCP tool only when it says it is read-only or
+        idempotent."""
+        found = self.mcp_tools().get(tool)
+        if found is None:
+            return True
+        spec = self.mcp.specs.get(found.server)
+        confined = spec is not None and spec.transport == "stdio" and \
+            self.sandbox.mode == "bubblewrap"
+        return found.rerun_safe or confined
+
     def run(self, tool: str, args: dict[str, Any]) -> ToolOutput:
         """Run one tool call; every failure comes back as a ToolOutput, never an exception."""
         # the call's Law 1 tier: the shell's classification, an overwrite's, else the tool's own
@@ -216,9 +240,16 @@ class Toolbox:
 
     def _run(self, tool: str, args: dict[str, Any]) -> ToolOutput:
         spec = TOOL_SPECS.get(tool)
+        if spec is None and tool in self.mcp_tools():
+            try:
+                return self._mcp_call(tool, args)
+            except Exception as exc:  # a client bug must not take the effector down
+                return ToolOutput(error=f"{tool} failed: {type(exc).__name__}: {exc}",
+                                  target=tool, server=tool.split(mcp.SEP, 1)[0])
         if spec is None:
+            names = self.available() + list(self.mcp_tools())
             return ToolOutput(error=f"unknown tool {tool!r}; available: "
-                                    f"{', '.join(self.available())}", target=tool)
+                                    f"{', '.join(names)}", target=tool)
         missing = [a for a in spec.required if args.get(a) in (None, "")]
         if missing:
             return ToolOutput(error=f"{tool}: missing argument(s) {', '.join(missing)}",
@@ -426,6 +457,37 @@ class Toolbox:
         hidden = sum(1 for ln in lines if names_data_dir(ln))
         kept = [ln for ln in lines if not names_data_dir(ln)]
         return "".join(kept) + f"[{hidden} line(s) about artoo's data dir hidden]\n"
+
+    # -- MCP tools ----------------------------------------------------------------------------
+    def _mcp_call(self, name: str, args: dict[str, Any]) -> ToolOutput:
+        """One MCP tool call through the same gates as a shell command (services/safety/mcp.py):
+        the operator's policy and the tool's annotations decide run / ask / deny; an approved
+        call on a sandboxed server keeps an undo copy of the workspace first."""
+        tool = self.mcp.tools[name]
+        spec = self.mcp.specs[tool.server]
+        target = f"{name} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
+        problem = mcp.check_arguments(tool, args)
+        if problem:
+            return ToolOutput(error=problem, target=target, server=tool.server)
+        verdict = mcp.classify(tool, spec)
+        if verdict.action == "deny":
+            text = mcp.denied_text(tool, verdict)
+            return ToolOutput(output=text, error=text, target=target, law1=True,
+                              server=tool.server)
+        prefix = ""
+        if verdict.action == "ask":
+            confined = spec.transport == "stdio" and self.sandbox.mode == "bubblewrap"
+            ok, note = self._approved(kind="mcp", command=target, paths=[],
+                                      classification=verdict.level, reason=verdict.reason,
+                                      snapshot_roots=[self.workspace] if confined else [],
+                                      keep_undo=confined)
+            if not ok:
+                return ToolOutput(output=note, error=note, target=target, law1=True,
+                                  server=tool.server)
+            prefix = f"[{note}]\n"
+        out = self.mcp.call(name, args)
+        return ToolOutput(output=prefix + self._redact(out.output), error=out.error,
+                          target=target, server=tool.server, digest=out.digest)
 
     # -- files --------------------------------------------------------------------------------
     def _read_file(self, path: Any) -> ToolOutput:
