@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "services.cli.schedule",
     "services.cli.web",
     "services.cli.keys",
+    "services.cli.world",
 ]
 
 

@@ -30,10 +30,12 @@ from pydantic import BaseModel, Field
 from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (ClarificationReply, ClarificationRequest, ConversationalReply,
-                               Referent, TaskConstraints, TaskSpec, UserRequest)
+                               EmotionVector, Referent, TaskConstraints, TaskSpec, UserRequest,
+                               WorldQuery)
 from protocol.settings import Settings
 
 from services.runtime import tasklog
+from services.runtime import world
 from services.safety import referents
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
@@ -372,6 +374,7 @@ class Perceiver:
             return
         spec = self._spec(req, state, got, error)
         spec.referents = state_referents(state)
+        self._world(spec, req)
         with self.lock:
             self.pending.pop(task, None)
             self.done[task] = time.time()
@@ -385,6 +388,34 @@ class Perceiver:
                        perceiver_error=error or None, workspace=req.options.workspace or None,
                        referents=[r.model_dump() for r in spec.referents] or None)
         self.client.send(spec)  # consumers: planner + ggs (GGS arms the deadline)
+
+    def _world(self, spec: TaskSpec, req: UserRequest) -> None:
+        """Seed 002 in the TaskSpec: the message's emotion and the goal's priority (code), and
+        the world model's projection for the goal (a request with a short timeout: a world
+        process that is down or slow costs at most that and the task goes on without it)."""
+        s = self.settings
+        emo = world.detect_emotion(req.text)
+        spec.emotion = EmotionVector(**emo.as_dict())
+        session = req.session_id or ""
+        if session.startswith("goal:"):
+            spec.goal_type = "AUTO" if session.startswith("goal:a-") else "REACTIVE"
+        spec.priority = round(world.priority(
+            spec.goal_type, time.time(), deadline=world.stated_deadline(req.text),
+            valence=emo.valence, arousal=emo.arousal, alpha=s.priority_alpha,
+            beta=s.priority_beta, gamma=s.priority_gamma), 4)
+        note = {"emotion": emo.as_dict(), "priority": spec.priority}
+        if s.world_on:
+            try:
+                _, res = self.client.request(WorldQuery(op="project", text=req.text,
+                                                        task_id=req.task_id),
+                                             to="world", timeout=s.world_query_timeout_s)
+                if res.ok and res.text:
+                    spec.world = res.text[:s.world_projection_chars]
+                note.update(world_facts=len(res.facts), world_entities=len(res.entities),
+                            world_error=res.error or None)
+            except Exception as exc:      # the world is optional: never stop a task for it
+                note["world_error"] = f"no projection: {exc}"[:200]
+        tasklog.append(s.tasks_dir, req.task_id, "world", **note)
 
     def _spec(self, req: UserRequest, state: dict, got: Perception, error: str) -> TaskSpec:
         raw = req.text
