@@ -225,16 +225,18 @@ class WorldStore:
         sp_key = f"{subject}\x00{predicate}"
         ids = self.get(txn, "sp", sp_key) or []
         same = None
-        current = []
+        current, later = [], []
         for fid in ids:
             f = self.get(txn, "facts", fid)
             if f is None or f.get("forgotten"):
                 continue
             if f["kind"] == kind and f["object"] == obj and f["expired_at"] is None:
                 same = f
-            elif kind == "fact" and f["kind"] == "fact" and f["expired_at"] is None \
-                    and f["invalid_at"] is None:
-                current.append(f)
+            elif kind == "fact" and f["kind"] == "fact":
+                if f["valid_at"] > valid_at:
+                    later.append(f["valid_at"])   # the new fact is older history than this one
+                elif f["expired_at"] is None and f["invalid_at"] is None:
+                    current.append(f)
         if same is not None:                    # the same fact again: one more source episode
             if episode.get("task") not in [e.get("task") for e in same["episodes"]]:
                 same["episodes"] = (same["episodes"] + [episode])[-MAX_FACT_EPISODES:]
@@ -245,15 +247,14 @@ class WorldStore:
                 "text": text[:MAX_TEXT], "kind": kind, "status": status, "valid_at": valid_at,
                 "invalid_at": None, "created_at": now, "expired_at": None,
                 "episodes": [episode], "invalidated_by": None, "forgotten": None}
-        for old in current:
-            if valid_at >= old["valid_at"]:
+        if later:                                # held until the next fact we know of
+            fact["invalid_at"] = min(later)
+        else:
+            for old in current:
                 old["invalid_at"] = valid_at
                 old["expired_at"] = now
                 old["invalidated_by"] = fid
                 self.put(txn, "facts", old["id"], old)
-            else:                                # the new fact is older history
-                fact["invalid_at"] = old["valid_at"] if fact["invalid_at"] is None else \
-                    min(fact["invalid_at"], old["valid_at"])
         self.put(txn, "facts", fid, fact)
         self.put(txn, "sp", sp_key, ids + [fid])
         return fact
