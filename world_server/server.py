@@ -44,9 +44,9 @@ class WorldService:
         self.errors = 0
         self.proposed = 0
 
-    def _guard(self, what: str, fn, *args) -> None:
+    def _guard(self, what: str, fn, *args, count: bool = True) -> None:
         """An observation must never take the process down; count and log the failure."""
-        self.observed += 1
+        self.observed += count
         try:
             self._announce(fn(*args) or [])
         except Exception:
@@ -82,7 +82,7 @@ class WorldService:
         self._guard("FinalResult", self.model.on_final, msg.model_dump())
 
     def tick(self) -> None:
-        self._guard("deadline check", self.model.check_deadlines)
+        self._guard("deadline check", self.model.check_deadlines, count=False)
 
     # -- queries -----------------------------------------------------------------------------------
     def on_query(self, env, q: WorldQuery) -> WorldResult:
