@@ -187,6 +187,11 @@ class WorldModel:
                         st.track(txn, pid, "port", value, at=now, sentiment=None, episode=task,
                                  lam=self.s.world_ema_lambda)
                         st.edge(txn, fid, "sets", pid, at=now, episode=task)
+                for path in obs.reads:
+                    rid = X.entity_id("file", path)
+                    st.track(txn, rid, "file", _name(rid), at=now, sentiment=None,
+                             episode=task, lam=self.s.world_ema_lambda)
+                    st.edge(txn, src, "read", rid, at=now, episode=task)
                 for folder in obs.folders:
                     did = X.entity_id("folder", folder)
                     if os.path.isdir(os.path.join(ws, folder)):

@@ -211,6 +211,7 @@ class Perceiver:
         self.pending: dict[str, dict] = {}      # task -> {request, qa, round, asked_at, ...}
         self.done: dict[str, float] = {}         # tasks already turned into a TaskSpec/reply
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="perceiver-expire")
+        self.world_seen = -1e9                   # when the world process last heartbeat
         # Several instances: a question a dead instance was waiting on is taken over
         self.takeover = Takeover(client, settings, begins=("ClarificationRequest",),
                                  ends=("TaskSpec", "ConversationalReply", "FinalResult",
@@ -224,6 +225,7 @@ class Perceiver:
         c.on("ClarificationReply", self.on_clarification, ack=True, partition=True, threaded=True)
         c.on("TaskCancel", self.on_end, partition=True)
         c.on("FinalResult", self.on_end, partition=True)
+        c.on("Heartbeat", self._world_beat, task="world")   # is the world process up?
         c.add_timer(1.0, self.expire_questions)
         c.heartbeat_info = lambda: {"pending_clarifications": len(self.pending),
                                     **self.takeover.info()}
@@ -389,6 +391,9 @@ class Perceiver:
                        referents=[r.model_dump() for r in spec.referents] or None)
         self.client.send(spec)  # consumers: planner + ggs (GGS arms the deadline)
 
+    def _world_beat(self, env: Envelope, msg) -> None:
+        self.world_seen = time.monotonic()
+
     def _world(self, spec: TaskSpec, req: UserRequest) -> None:
         """Seed 002 in the TaskSpec: the message's emotion and the goal's priority (code), and
         the world model's projection for the goal (a request with a short timeout: a world
@@ -404,7 +409,9 @@ class Perceiver:
             valence=emo.valence, arousal=emo.arousal, alpha=s.priority_alpha,
             beta=s.priority_beta, gamma=s.priority_gamma), 4)
         note = {"emotion": emo.as_dict(), "priority": spec.priority}
-        if s.world_on:
+        if s.world_on and time.monotonic() - self.world_seen > s.missing_after_s:
+            note["world_error"] = "no projection: the world process is not running"
+        elif s.world_on:
             try:
                 _, res = self.client.request(WorldQuery(op="project", text=req.text,
                                                         task_id=req.task_id),
