@@ -163,8 +163,9 @@ class Observation:
 _REDIRECT = re.compile(r"(?<![<&\d])>{1,2}\s*(['\"]?)([^\s;|&<>'\"]+)\1")
 _SETTING = re.compile(r"^\s*[\"']?([A-Za-z_][\w.-]{0,40})[\"']?\s*[:=]\s*[\"']?([^\s\"',#]{1,80})",
                       re.M)
-_INTERESTING = re.compile(r"port|host|name|version|url|user|path|dir|db|database|env|mode|level|"
-                          r"timeout|key", re.I)
+_INTERESTING = re.compile(r"port|host|name|version|url|user|owner|path|dir|db|database|env|mode|"
+                          r"level|timeout|key|code|token|id$|secret|colou?r|value|count|total",
+                          re.I)
 
 
 def _words(command: str) -> list[str]:
