@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import psutil
 from click.testing import CliRunner
 
 from conftest import scripted_daemon
@@ -19,7 +20,7 @@ from replies_effector import all_met
 from replies_pipeline import accept, effector_responder, perception, plan, subtask
 from scripted_llm import ScriptedLLM
 from services.cli.run import RunSession
-from services.runtime import schedules
+from services.runtime import daemon, schedules
 
 ACCEPTED = "print the tick value"
 REJECTED = "print the tock value"
@@ -96,9 +97,38 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
                 assert any(c["subject"].startswith("task:") for c in claims)
                 ents = json.loads(cli("world", "entities", "--json"))
                 assert "file:tick.txt" in {e["id"] for e in ents}
+
+                # an angry message: its TaskSpec ranks above the calm ones, and it proposes a
+                # reactive goal (which, unaccepted, does not run either)
+                angry = "The tick is broken AGAIN!! print the tick value"
+                _run(session, rec, angry, 1)
+                spec = next(m for m in rec.of("TaskSpec") if m.raw_input.startswith("The tick"))
+                calm = next(m for m in rec.of("TaskSpec") if m.raw_input == ACCEPTED)
+                assert spec.emotion.label == "anger" and spec.emotion.valence < -0.5
+                assert spec.priority > calm.priority
+                reactive = rec.wait_for(lambda: [m for m in rec.of("GoalProposed")
+                                                 if m.goal_type == "REACTIVE"], 30, "reactive")
+                assert "Look at what failed" in reactive[0].description
             finally:
                 session.close()
                 watcher.stop()
+
+            # kill -9 of the whole tree (supervisord and every role): the world comes back with
+            # everything it had, after `artoo up`
+            procs = daemon.our_processes(settings)
+            assert procs
+            for p in procs:
+                try:
+                    p.kill()
+                except psutil.NoSuchProcess:
+                    pass
+            psutil.wait_procs(procs, timeout=20)
+            daemon.up(settings, timeout_s=120)
+            ls = {g["id"]: g["status"] for g in json.loads(cli("goals", "ls", "--json"))}
+            assert ls[proposal.goal_id] == "ACTIVE" and ls[other.goal_id] == "REJECTED"
+            assert ls[reactive[0].goal_id] == "BLOCKED"
+            ents = json.loads(cli("world", "entities", "--json"))
+            assert "file:tick.txt" in {e["id"] for e in ents}
 
 
 def _run(session: RunSession, rec: Recorder, text: str, times: int) -> None:
