@@ -163,9 +163,32 @@ def test_tool_observations_from_records():
                                                    "copy.txt"}, "", "", None)
     assert obs.writes == ["out/a.txt", "copy.txt"]
     obs = X.tool_observations("read_file", {"path": "config/app.yaml"}, "config/app.yaml",
-                              "name: shop\nport: 8080\ncolour: red\n", None)
+                              "name: shop\nport: 8080\nrows: 3\n", None)
     assert obs.reads == ["config/app.yaml"]
     assert obs.settings == [("config/app.yaml", "name", "shop"), ("config/app.yaml", "port",
                                                                    "8080")]
     assert X.tool_observations("write_file", {"path": "x.txt"}, "x.txt", "", "refused").writes \
         == []                                         # a failed call shows nothing
+
+
+# -- priority orders pending work ---------------------------------------------------------------
+
+def test_the_spawner_starts_queued_subtasks_by_priority_fifo_among_equals():
+    from collections import deque
+    from types import SimpleNamespace
+
+    from protocol.messages import SubTask, SubTaskAssign
+    from services.roles.spawner import Spawner
+
+    def assign(sid, p):
+        st = SubTask(subtask_id=sid, parent_task_id="t-" + sid, intent="x", priority=p)
+        return SubTaskAssign(task_id="t-" + sid, subtask_id=sid, offer_id="o", spawner="n",
+                             subtask=st)
+
+    calm = W.priority("USER", NOW)
+    angry = W.priority("USER", NOW, valence=-0.8, arousal=1.0)
+    urgent = W.priority("USER", NOW, deadline=NOW + 600)
+    fake = SimpleNamespace(queue=deque([assign("a", calm), assign("b", angry), assign("c", calm),
+                                        assign("d", urgent)]))
+    order = [Spawner._pop_next(fake).subtask_id for _ in range(4)]
+    assert order == ["d", "b", "a", "c"]
