@@ -185,8 +185,10 @@ CANNED_REPLY = ("Hello! I'm artoo, a local task agent: give me a goal and I'll p
                 "tools on this machine and report what actually happened.")
 
 
-def build_prompt(request: UserRequest, qa: list[dict], final: bool) -> str:
+def build_prompt(request: UserRequest, qa: list[dict], final: bool, world_text: str = "") -> str:
     parts = []
+    if world_text:
+        parts.append(world_text)
     if request.history:
         parts.append("Recent session history:\n" + "\n".join(request.history[-5:]))
     parts.append(f"Request: {request.text}")
@@ -344,6 +346,8 @@ class Perceiver:
         if "referents" not in state:     # resolved in code once, before any model call
             ws = req.options.workspace or str(self.settings.workspace)
             state["referents"] = [r.as_dict() for r in referents.resolve(req.text, ws)]
+        if "world" not in state:         # asked once, before any model call
+            state["world"], state["world_note"] = self._projection(req)
         task = req.task_id
         max_rounds = self.settings.clarification_rounds
         may_ask = req.options.interactive and state["round"] < max_rounds
@@ -358,7 +362,9 @@ class Perceiver:
         else:
             try:
                 got = self.llm.complete_json(Perception, SYSTEM_PROMPT,
-                                             build_prompt(req, state["qa"], final), task_id=task)
+                                             build_prompt(req, state["qa"], final,
+                                                          state.get("world", "")),
+                                             task_id=task)
             except LLMError as exc:
                 error = str(exc)
                 got = Perception()
@@ -376,7 +382,7 @@ class Perceiver:
             return
         spec = self._spec(req, state, got, error)
         spec.referents = state_referents(state)
-        self._world(spec, req)
+        self._world(spec, req, state)
         with self.lock:
             self.pending.pop(task, None)
             self.done[task] = time.time()
@@ -394,10 +400,27 @@ class Perceiver:
     def _world_beat(self, env: Envelope, msg) -> None:
         self.world_seen = time.monotonic()
 
-    def _world(self, spec: TaskSpec, req: UserRequest) -> None:
+    def _projection(self, req: UserRequest) -> tuple[str, dict]:
+        """The world model's projection for the goal: a request with a short timeout, made only
+        while the world process heartbeats; without it the task goes on without one."""
+        s = self.settings
+        if not s.world_on:
+            return "", {"world_error": "off"}
+        if time.monotonic() - self.world_seen > s.missing_after_s:
+            return "", {"world_error": "no projection: the world process is not running"}
+        try:
+            _, res = self.client.request(WorldQuery(op="project", text=req.text,
+                                                    task_id=req.task_id),
+                                         to="world", timeout=s.world_query_timeout_s)
+        except Exception as exc:          # the world is optional: never stop a task for it
+            return "", {"world_error": f"no projection: {exc}"[:200]}
+        note = {"world_facts": len(res.facts), "world_entities": len(res.entities),
+                "world_error": res.error or None}
+        return (res.text[:s.world_projection_chars] if res.ok else ""), note
+
+    def _world(self, spec: TaskSpec, req: UserRequest, state: dict) -> None:
         """Seed 002 in the TaskSpec: the message's emotion and the goal's priority (code), and
-        the world model's projection for the goal (a request with a short timeout: a world
-        process that is down or slow costs at most that and the task goes on without it)."""
+        the world's projection (taken before the model call, in `state`)."""
         s = self.settings
         emo = world.detect_emotion(req.text)
         spec.emotion = EmotionVector(**emo.as_dict())
@@ -408,21 +431,9 @@ class Perceiver:
             spec.goal_type, time.time(), deadline=world.stated_deadline(req.text),
             valence=emo.valence, arousal=emo.arousal, alpha=s.priority_alpha,
             beta=s.priority_beta, gamma=s.priority_gamma), 4)
-        note = {"emotion": emo.as_dict(), "priority": spec.priority}
-        if s.world_on and time.monotonic() - self.world_seen > s.missing_after_s:
-            note["world_error"] = "no projection: the world process is not running"
-        elif s.world_on:
-            try:
-                _, res = self.client.request(WorldQuery(op="project", text=req.text,
-                                                        task_id=req.task_id),
-                                             to="world", timeout=s.world_query_timeout_s)
-                if res.ok and res.text:
-                    spec.world = res.text[:s.world_projection_chars]
-                note.update(world_facts=len(res.facts), world_entities=len(res.entities),
-                            world_error=res.error or None)
-            except Exception as exc:      # the world is optional: never stop a task for it
-                note["world_error"] = f"no projection: {exc}"[:200]
-        tasklog.append(s.tasks_dir, req.task_id, "world", **note)
+        spec.world = state.get("world", "")
+        tasklog.append(s.tasks_dir, req.task_id, "world", emotion=emo.as_dict(),
+                       priority=spec.priority, **(state.get("world_note") or {}))
 
     def _spec(self, req: UserRequest, state: dict, got: Perception, error: str) -> TaskSpec:
         raw = req.text
