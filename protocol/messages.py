@@ -565,6 +565,7 @@ WorldOp = Literal["project", "entities", "facts", "show", "forget", "goals", "go
 class WorldQuery(Body):
     op: WorldOp
     text: str = ""                        # project: the goal; forget/decide: the reason
+    workspace: str = ""                   # project: the goal's workspace ("" = the daemon's)
     entity: str = ""                      # show / forget: an entity id or name
     id: str = ""                          # goal / decide / link: a goal id (or unique prefix)
     at: Optional[float] = None            # facts: valid at this time (world time)

@@ -124,8 +124,8 @@ def test_a_verified_answer_and_settings_read_are_facts_and_a_rewrite_invalidates
     assert {(f["subject"], f["predicate"], f["object"]) for f in facts} == {
         ("file:app.yaml", "port", "8080"), ("task:t1", "answer", "8080")}
     shown = world.show("app.yaml")
-    assert [(e["src"], e["label"], e["dst"]) for e in shown["edges"]] == \
-        [("file:app.yaml", "sets", "port:8080")]
+    assert sorted((e["src"], e["label"], e["dst"]) for e in shown["edges"]) == \
+        [("file:app.yaml", "sets", "port:8080"), ("task:t1", "read", "file:app.yaml")]
     assert "app.yaml sets port = 8080" in world.project("which port did you find?")["text"]
     # the file is rewritten by a later task: the old content fact is invalidated, kept
     (world.ws / "app.yaml").write_text("port: 9090\n")
@@ -136,6 +136,18 @@ def test_a_verified_answer_and_settings_read_are_facts_and_a_rewrite_invalidates
              {"status": "verified", "answer": "done"})
     contents = facts_of(world.store, "file:app.yaml", "content")
     assert len(contents) == 2 and sum(f["invalid_at"] is None for f in contents) == 1
+
+
+def test_the_projection_keeps_to_the_goal_s_workspace(world, tmp_path):
+    (world.ws / "notes.txt").write_text("mine\n")
+    run_task(world, "t1", "write notes.txt", [shell("echo mine > notes.txt")],
+             {"status": "verified", "answer": "done"})
+    world.on_request("t2", "My name is Ada")
+    other = tmp_path / "other"
+    other.mkdir()
+    assert "notes.txt" in world.project("the notes", workspace=str(world.ws))["text"]
+    elsewhere = world.project("the notes", workspace=str(other))["text"]
+    assert "notes.txt" not in elsewhere and "Ada" in elsewhere     # what the user said is global
 
 
 def test_user_statements_and_entities_with_sentiment(world):

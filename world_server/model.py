@@ -74,12 +74,18 @@ class WorldModel:
 
         def tx(txn):
             st = self.store
-            if st.get(txn, "episodes", task) is not None:
+            old = st.get(txn, "episodes", task)
+            if old is not None and old.get("requested"):
                 return                                   # a re-delivered request
-            st.put(txn, "episodes", task, {
-                "task": task, "text": text[:2000], "at": at, "session": session,
-                "workspace": workspace, "emotion": emo.as_dict(), "slug": "", "calls": [],
-                "outcomes": 0, "final": None, "mentions": [m.id for m in mentions]})
+            ep = {"task": task, "text": text[:2000], "at": at, "session": session,
+                  "workspace": workspace, "emotion": emo.as_dict(), "slug": "", "calls": [],
+                  "outcomes": 0, "final": None, "mentions": [m.id for m in mentions],
+                  "requested": True}
+            if old is not None:                          # its TaskSpec came first
+                ep.update(slug=old.get("slug", ""), intent=old.get("intent", ""),
+                          calls=old.get("calls", []), outcomes=old.get("outcomes", 0),
+                          final=old.get("final"), workspace=workspace or old.get("workspace"))
+            st.put(txn, "episodes", task, ep)
             for m in mentions:
                 st.track(txn, m.id, m.kind, m.name, at=at, sentiment=emo.valence, episode=task,
                          lam=self.s.world_ema_lambda)
@@ -163,7 +169,7 @@ class WorldModel:
             ep = st.get(txn, "episodes", task)
             if ep is None or ep.get("final"):
                 return
-            ws = ep.get("workspace") or str(self.s.workspace)
+            ws = os.path.realpath(ep.get("workspace") or str(self.s.workspace))
             src = f"task:{task}"
             goal_text = (ep.get("text") or ep.get("intent") or "")[:160]
             written: list[str] = []
@@ -178,7 +184,7 @@ class WorldModel:
                              episode=task, lam=self.s.world_ema_lambda)
                     st.assert_fact(txn, fid, key.lower(), value,
                                    f"{_name(fid)} sets {key} = {value}", valid_at=now,
-                                   status="tool_output",
+                                   status="tool_output", scope=ws,
                                    episode={"task": task, "at": now, "evidence":
                                             f"{c.get('tool')} output: {key}: {value}"})
                     summary["facts"] += 1
@@ -212,6 +218,7 @@ class WorldModel:
                         txn, fid, "content", f"sha256:{digest}",
                         f"{_name(fid)} exists in the workspace ({len(data)} bytes), written for "
                         f"'{goal_text}'; it begins: {preview}", valid_at=now, status="checked",
+                        scope=ws,
                         episode={"task": task, "at": now, "evidence":
                                  f"checked in {ws}: {len(data)} bytes, sha256 {digest}"})
                     summary["facts"] += 1
@@ -219,6 +226,7 @@ class WorldModel:
                     st.assert_fact(txn, fid, "content", "reported written",
                                    f"{_name(fid)} was reported written but is not in the "
                                    f"workspace", kind="claim", status="not found", valid_at=now,
+                                   scope=ws,
                                    episode={"task": task, "at": now, "evidence": "checked: absent"})
                     summary["claims"] += 1
             answer = (final.get("answer") or "").strip()
@@ -227,7 +235,7 @@ class WorldModel:
                 verified = status == "verified" and final.get("verified", True)
                 st.assert_fact(
                     txn, src, "answer", answer[:300], f"answer to '{goal_text}': {answer[:300]}",
-                    kind="fact" if verified else "claim", status=status, valid_at=now,
+                    kind="fact" if verified else "claim", status=status, valid_at=now, scope=ws,
                     episode={"task": task, "at": now,
                              "evidence": "; ".join(final.get("checks") or [])[:400]
                              or (final.get("summary") or "")[:200]})
@@ -427,17 +435,24 @@ class WorldModel:
         facts.sort(key=lambda f: f["valid_at"])
         return {"entity": self.entity_view(ent, now), "facts": facts, "edges": edges}
 
-    def project(self, text: str, now: Optional[float] = None) -> dict:
+    def project(self, text: str, now: Optional[float] = None, workspace: str = "") -> dict:
         """The bounded projection π for a goal (seed 002 §1.5): the few most important related
-        entities and the facts valid now, as prompt text."""
+        entities and the facts valid now, as prompt text. Files, folders and what tasks found
+        belong to a workspace: only those of the goal's workspace are shown."""
         now = time.time() if now is None else now
         s = self.s
+        ws = os.path.realpath(workspace or str(s.workspace))
+        where = {e["task"]: os.path.realpath(e.get("workspace") or str(s.workspace))
+                 for e in self.store.all("episodes")}
         kws = X.keywords(text)
         named = {m.id for m in X.mentions(text)}
         ents = []
         for e in self.store.all("entities"):
             if e.get("forgotten"):
                 continue
+            if e["kind"] in ("file", "folder", "task") and e["episodes"] and \
+                    ws not in {where.get(t) for t in e["episodes"]}:
+                continue                                  # another workspace's
             overlap = len(kws & X.keywords(e["name"].replace("/", " ").replace(".", " ")))
             related = (1.0 if e["id"] in named else 0.0) + 0.5 * overlap
             ents.append((related + self.weight(e, now), related, e))
@@ -446,7 +461,8 @@ class WorldModel:
         ids = {e["id"] for e in chosen}
         facts = []
         for f in self.store.all("facts"):
-            if f["kind"] != "fact" or f.get("forgotten") or not valid_at(f, now):
+            if f["kind"] != "fact" or f.get("forgotten") or not valid_at(f, now) or \
+                    f.get("scope", "") not in ("", ws):
                 continue
             words = X.keywords(" ".join((f["subject"].replace("/", " ").replace(".", " "),
                                          f["predicate"], f["object"], f["text"])))

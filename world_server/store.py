@@ -217,12 +217,12 @@ class WorldStore:
     # -- facts and claims --------------------------------------------------------------------------
     def assert_fact(self, txn, subject: str, predicate: str, obj: str, text: str, *,
                     kind: str = "fact", status: str = "verified", valid_at: float,
-                    episode: dict, now: float | None = None) -> dict:
+                    episode: dict, now: float | None = None, scope: str = "") -> dict:
         """Record a fact (or a claim) with its source episode; a fact that contradicts a current
         one (same subject and predicate, another object) invalidates it — never deletes it."""
         now = time.time() if now is None else now
         obj = str(obj)[:MAX_TEXT]
-        sp_key = f"{subject}\x00{predicate}"
+        sp_key = f"{subject}\x00{predicate}" + (f"\x00{scope}" if scope else "")
         ids = self.get(txn, "sp", sp_key) or []
         same = None
         current, later = [], []
@@ -242,11 +242,12 @@ class WorldStore:
                 same["episodes"] = (same["episodes"] + [episode])[-MAX_FACT_EPISODES:]
                 self.put(txn, "facts", same["id"], same)
             return same
-        fid = stable_id(subject, predicate, obj, kind, episode.get("task"), valid_at)
+        fid = stable_id(subject, predicate, obj, kind, episode.get("task"), valid_at, scope)
         fact = {"id": fid, "subject": subject, "predicate": predicate, "object": obj,
                 "text": text[:MAX_TEXT], "kind": kind, "status": status, "valid_at": valid_at,
                 "invalid_at": None, "created_at": now, "expired_at": None,
-                "episodes": [episode], "invalidated_by": None, "forgotten": None}
+                "episodes": [episode], "invalidated_by": None, "forgotten": None,
+                "scope": scope}
         if later:                                # held until the next fact we know of
             fact["invalid_at"] = min(later)
         else:

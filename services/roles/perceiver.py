@@ -409,7 +409,8 @@ class Perceiver:
         if time.monotonic() - self.world_seen > s.missing_after_s:
             return "", {"world_error": "no projection: the world process is not running"}
         try:
-            _, res = self.client.request(WorldQuery(op="project", text=req.text,
+            ws = req.options.workspace or str(s.workspace)
+            _, res = self.client.request(WorldQuery(op="project", text=req.text, workspace=ws,
                                                     task_id=req.task_id),
                                          to="world", timeout=s.world_query_timeout_s)
         except Exception as exc:          # the world is optional: never stop a task for it
