@@ -236,6 +236,15 @@ class Referent(Body):
     labelled: bool = True
 
 
+class EmotionVector(Body):
+    """Seed 002 Def. 3: the user message's valence [-1, 1] and arousal [0, 1], computed by code
+    (services/runtime/world.py), with the cues that moved it."""
+    valence: float = 0.0
+    arousal: float = 0.3
+    label: str = "neutral"
+    cues: list[str] = Field(default_factory=list)
+
+
 class TaskSpec(Body):
     task_id: str                          # run id: unique per run
     intent_slug: str                      # stable across reruns of the same intent: the memory tag
@@ -247,6 +256,10 @@ class TaskSpec(Body):
     deadline_at: float = 0.0              # absolute epoch seconds; FinalResult by then at the latest
     options: RunOptions = Field(default_factory=RunOptions)
     referents: list[Referent] = Field(default_factory=list)   # resolved before any model call
+    emotion: Optional[EmotionVector] = None   # of the user's message (seed 002 Def. 3)
+    priority: float = 0.5                 # p(g, t) (Def. 5): orders pending work
+    goal_type: Literal["USER", "AUTO", "SYSTEM", "REACTIVE"] = "USER"
+    world: str = ""                       # the world model's projection for this goal (bounded)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -285,6 +298,7 @@ class SubTask(Body):
     tried_calls: list[ToolCallRecord] = Field(default_factory=list)
     referents: list[Referent] = Field(default_factory=list)   # the task's, resolved in code
     llm_calls_left: Optional[int] = None  # what is left of the task's LLM call budget (None: no bound)
+    priority: float = 0.5                 # the task's p(g, t): the spawner starts queued work by it
 
 
 class DispatchManifest(Body):
@@ -545,6 +559,53 @@ class DreamerEvent(Body):
 
 
 # ----------------------------------------------------------------------------------------------
+# World model (seed 002): the `world` process
+# ----------------------------------------------------------------------------------------------
+
+WorldOp = Literal["project", "entities", "facts", "show", "forget", "goals", "goal", "decide",
+                  "link", "stats"]
+
+
+class WorldQuery(Body):
+    op: WorldOp
+    text: str = ""                        # project: the goal; forget/decide: the reason
+    workspace: str = ""                   # project: the goal's workspace ("" = the daemon's)
+    entity: str = ""                      # show / forget: an entity id or name
+    id: str = ""                          # goal / decide / link: a goal id (or unique prefix)
+    at: Optional[float] = None            # facts: valid at this time (world time)
+    as_of: Optional[float] = None         # facts: as the world model knew them then (system time)
+    claims: bool = False                  # facts: list claims (not facts) as well
+    decision: Literal["", "accept", "reject"] = ""
+    status: str = ""                      # goals: filter by status
+    link: dict[str, Any] = Field(default_factory=dict)   # link: what an accepted goal became
+    n: int = 50
+    task_id: str = ""
+
+
+class WorldResult(Body):
+    op: str
+    ok: bool = True
+    error: str = ""
+    text: str = ""                        # project: the bounded projection for a prompt
+    entities: list[dict[str, Any]] = Field(default_factory=list)
+    facts: list[dict[str, Any]] = Field(default_factory=list)
+    claims: list[dict[str, Any]] = Field(default_factory=list)
+    edges: list[dict[str, Any]] = Field(default_factory=list)
+    goals: list[dict[str, Any]] = Field(default_factory=list)
+    stats: dict[str, Any] = Field(default_factory=dict)
+
+
+class GoalProposed(Body):
+    """The goal generator proposed an AUTO or REACTIVE goal (Law 1: it waits for the operator's
+    `artoo goals accept`); telemetry, so the tap and the console show it."""
+    goal_id: str
+    goal_type: str
+    description: str
+    trigger: str
+    priority: float = 0.5
+
+
+# ----------------------------------------------------------------------------------------------
 # Auditor (R6) — operator channel only, never on the bus to an agent
 # ----------------------------------------------------------------------------------------------
 
@@ -582,7 +643,8 @@ MESSAGE_TYPES: dict[str, type[Body]] = {
         MemoryRecall, SubTask, DispatchManifest, SubTaskOffer, SubTaskClaim, SubTaskAssign,
         PlanningFailed, TaskLost, ExecutionResult, CorrectionSignal, ApprovalRequest, ApprovalDecision,
         SubTaskOutcome, ReplanRequest, OutcomeSummary, PlanDirective, FinalResult,
-        MemoryWrite, MemoryQuery, MemoryResult, DreamerEvent, AuditReport,
+        MemoryWrite, MemoryQuery, MemoryResult, DreamerEvent, WorldQuery, WorldResult,
+        GoalProposed, AuditReport,
     )
 }
 

@@ -13,7 +13,7 @@ from .messages import MESSAGE_TYPES
 
 ROLES = (
     "user", "perceiver", "planner", "executor", "agentval", "metaval", "ggs", "memory",
-    "auditor", "tap", "bus", "spawner", "scheduler", "metrics",
+    "auditor", "tap", "bus", "spawner", "scheduler", "metrics", "world",
 )
 ANY = "*"          # any role (as sender) / broadcast to observers (as receiver)
 SELF = "self"      # the sender itself (readiness probe)
@@ -23,6 +23,7 @@ ROLE_NAMES = {
     "ggs": "R7 Goal Gradient Solver", "memory": "R5 Memory", "auditor": "R6 Auditor",
     "tap": "Tap", "bus": "Bus proxy", "spawner": "Effector spawner",
     "scheduler": "Scheduler (scheduled goals)", "metrics": "Metrics exporter (Prometheus)",
+    "world": "World model (seed 002: entities, facts, goals)",
 }
 LLM_ROLES = ("perceiver", "planner", "executor", "agentval", "metaval", "memory")
 # the roles whose decision-log events move a task's lifecycle
@@ -95,6 +96,12 @@ ROUTES: dict[str, Route] = {
                       note="request/reply by correlation id"),
     "MemoryResult": _r("memory->planner", "memory->perceiver", "memory->user"),
     "DreamerEvent": _r(f"memory->{ANY}"),
+    # world model (seed 002)
+    "WorldQuery": _r("perceiver->world", "planner->world", "user->world",
+                     note="request/reply by correlation id; the projection, listings, goals"),
+    "WorldResult": _r("world->perceiver", "world->planner", "world->user"),
+    "GoalProposed": _r(f"world->{ANY}",
+                       note="a proposal waiting for `artoo goals accept` (Law 1); telemetry"),
     # auditor: operator channel only
     "AuditReport": _r("auditor->user", note="over the operator socket, never on the bus"),
 }

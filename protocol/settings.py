@@ -172,6 +172,28 @@ class Settings:
     memory_tag_cache_mb: int = 64         # packed entries of large tags kept between writes
     dreamer_max_promotions: int = 20      # LLM distillations per cycle (strongest groups first)
 
+    # --- world model (seed 002) ----------------------------------------------------------------
+    world: str = "on"                    # ARTOO_WORLD: "off" = no projection, no proposals
+    world_map_size: int = 256 << 20      # initial LMDB map size of world.lmdb; grows when full
+    world_ema_lambda: float = 0.3        # λ: sentiment EMA s' = (1−λ)s + λx
+    world_tau_s: float = 3600.0          # τ: recency = exp(−Δt/τ)
+    world_alpha_r: float = 0.4           # α_r: importance weight of recency
+    world_alpha_f: float = 0.6           # α_f: importance weight of frequency
+    world_mention_cap: int = 10          # N_cap: mentions counted up to this
+    world_stale_after_s: float = 7 * 86400.0   # θ_stale: active → stale without a mention
+    world_rep_threshold: int = 3         # θ_rep: same intent this many times within Δt ...
+    world_rep_window_s: float = 7 * 86400.0    # Δt: ... proposes a schedule
+    world_neg_valence: float = 0.5       # θ_v: v < −θ_v ...
+    world_arousal: float = 0.5           # θ_a: ... and a > θ_a proposes a reactive goal
+    world_urgency_s: float = 3600.0      # θ_urgency: a stated deadline nearer than this
+    world_query_timeout_s: float = 1.5   # the perceiver waits this long for the projection
+    world_projection_entities: int = 5   # entities in a goal's projection at most
+    world_projection_facts: int = 8      # facts in a goal's projection at most
+    world_projection_chars: int = 1200   # and its text at most this long
+    priority_alpha: float = 0.5          # p(g,t) = α·p_base + β·u(g,t) + γ·ξ(g,e(t))
+    priority_beta: float = 0.3
+    priority_gamma: float = 0.2
+
     # --- audit ---------------------------------------------------------------------------------
     tap_fsync_interval_s: float = 0.1
     tap_segment_bytes: int = 64 << 20
@@ -236,6 +258,14 @@ class Settings:
     @property
     def memory_path(self) -> Path:
         return self.home / "memory.lmdb"
+
+    @property
+    def world_path(self) -> Path:
+        return self.home / "world.lmdb"
+
+    @property
+    def world_on(self) -> bool:
+        return self.world.strip().lower() not in ("off", "0", "false", "no")
 
     def endpoint(self, name: str) -> str:
         """The bus endpoint `name` (xsub, xpub, capture, control), ipc under run_dir by default;

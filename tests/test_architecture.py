@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("protocol", "services", "memory_server", "auditor")
+PACKAGES = ("protocol", "services", "memory_server", "world_server", "auditor")
 MAX_LINES = 700
 
 # layer -> the layers its modules may import (its own layer is always allowed)
@@ -20,9 +20,10 @@ LAYERS: dict[str, set[str]] = {
     "services.safety": {"protocol", "services.runtime"},
     "services.roles": {"protocol", "services.runtime", "services.safety"},
     "memory_server": {"protocol", "services.runtime"},
+    "world_server": {"protocol", "services.runtime"},
     "auditor": {"protocol", "services.runtime"},
     "services.cli": {"protocol", "services.runtime", "services.safety", "services.roles",
-                     "memory_server", "auditor"},
+                     "memory_server", "world_server", "auditor"},
     "services": set(),                      # the package itself holds no code
 }
 

@@ -154,6 +154,20 @@ def test_memory_tags_from_the_memory_process(web):
     assert get(web.console, "/api/memory?id=ffffffffffffffff")[0] == 404
 
 
+def test_world_page_from_the_world_process(web):
+    r = get_json(web.console, "/api/world")
+    assert set(r) == {"entities", "facts", "claims", "goals"}
+    # the run's episode was recorded: its USER goal is not listed among proposals, its answer is
+    # a fact or a claim by its status
+    assert all(g["type"] != "USER" for g in r["goals"])
+    assert any(c["subject"] == f"task:{web.rid}" for c in r["facts"] + r["claims"])
+    shown = get_json(web.console, f"/api/world?entity=task:{web.rid}")
+    assert shown["entity"]["kind"] == "task"
+    assert get(web.console, "/api/world?entity=no-such-thing")[0] == 404
+    status, _, page = get(web.console, "/static/app.js")
+    assert status == 200 and b"showWorld" in page
+
+
 def test_events_stream_the_bus_and_the_console_sends_no_work_message(web):
     c = web.console
     url = f"http://127.0.0.1:{c.port}/events?token={c.token}"
@@ -168,7 +182,7 @@ def test_events_stream_the_bus_and_the_console_sends_no_work_message(web):
     assert seen[0]["type"] == "_console" and seen[0]["state"] == "live"
     assert any(e["type"] == "Heartbeat" and e["from"] for e in seen)
     # the read-only guarantee: everything the console's node ever put on the bus, from the
-    # audit log, is its readiness probe or a memory query (request/reply); no work message
+    # audit log, is its readiness probe or a memory or world query (request/reply); no work message
     time.sleep(0.5)                              # the tap fsyncs within 0.1 s
     from auditor import log as audit_log
     node = c.feed.node
@@ -179,7 +193,7 @@ def test_events_stream_the_bus_and_the_console_sends_no_work_message(web):
         _topic, env = decode([rec.topic, rec.payload], 1 << 30)
         if env.node == node:
             mine.append(env.type)
-    assert mine and set(mine) <= {"Hello", "MemoryQuery"}, mine
+    assert mine and set(mine) <= {"Hello", "MemoryQuery", "WorldQuery"}, mine
     assert not set(mine) & WORK_TYPES
     assert c.feed.stats()["unacked"] == 0 and c.feed.client._pending == {}
 

@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "services.cli.keys",
     "services.cli.metrics",
     "services.cli.mcp",
+    "services.cli.world",
 ]
 
 

@@ -163,7 +163,14 @@ def decision_trail(events: Iterable[dict]) -> list[str]:
     lines = []
     for e in events:
         k = e.get("kind")
-        if k == "memory_query":
+        if k == "world":
+            emo = e.get("emotion") or {}
+            lines.append(f"world    {emo.get('label', 'neutral')} v={float(emo.get('valence') or 0):+.2f} "
+                         f"a={float(emo.get('arousal') or 0):.2f} priority="
+                         f"{float(e.get('priority') or 0):.2f} "
+                         + (f"facts={e.get('world_facts', 0)} entities={e.get('world_entities', 0)}"
+                            if not e.get("world_error") else clip(e["world_error"], 60)))
+        elif k == "memory_query":
             if e.get("error"):
                 lines.append(f"memory   unavailable: {clip(e['error'], 70)}")
             else:

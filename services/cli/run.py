@@ -151,7 +151,7 @@ class RunSession:
 
     # -- submitting and following a run ---------------------------------------------------------
     def submit(self, text: str, *, run_id: str | None = None, history: list[str] | None = None,
-               deadline_s: float | None = None) -> str:
+               deadline_s: float | None = None, session_id: str = "") -> str:
         run_id = run_id or new_run_id()
         self.queues[run_id] = queue.Queue()
         self.seen[run_id] = []
@@ -159,7 +159,7 @@ class RunSession:
                              workspace=self.workspace, network=self.network,
                              max_llm_calls=self.max_llm_calls)
         self.client.send(UserRequest(task_id=run_id, text=text, options=options,
-                                     history=list(history or [])[-5:]))
+                                     history=list(history or [])[-5:], session_id=session_id))
         return run_id
 
     def follow(self, run_id: str, deadline_s: float | None = None):

@@ -253,6 +253,8 @@ class Dispatcher:
             context = planned.context.strip()
             if memory_text.strip():  # effectors get memory only through the planner (§5.4)
                 context = (context + "\n\n" if context else "") + memory_text.strip()
+            if spec.world and spec.world not in context:   # seed 002: the world's projection
+                context = (context + "\n\n" if context else "") + spec.world
             subtasks[sid] = SubTask(
                 subtask_id=sid, parent_task_id=task, intent=planned.intent.strip(),
                 success_criteria=[Criterion(text=c.text.strip(), mode=c.mode)
@@ -261,7 +263,7 @@ class Dispatcher:
                 blocked_tools=blocked_tools, blocked_targets=blocked_targets,
                 deadline_at=spec.deadline_at, options=spec.options,
                 goal=spec.raw_input if len(reply.subtasks) == 1 else "", tried_calls=tried,
-                referents=spec.referents)
+                referents=spec.referents, priority=spec.priority)
         plan = TaskPlan(spec=spec, round=round_,
                         task_criteria=[Criterion(text=c.text.strip(), mode=c.mode)
                                        for c in reply.task_criteria if c.text.strip()],

@@ -30,10 +30,11 @@ from pydantic import BaseModel, Field
 from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (ClarificationReply, ClarificationRequest, ConversationalReply,
-                               Referent, TaskConstraints, TaskSpec, UserRequest)
+                               EmotionVector, Referent, TaskConstraints, TaskSpec, UserRequest,
+                               WorldQuery)
 from protocol.settings import Settings
 
-from services.runtime import tasklog, telemetry
+from services.runtime import tasklog, telemetry, world
 from services.safety import referents
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
@@ -183,8 +184,10 @@ CANNED_REPLY = ("Hello! I'm artoo, a local task agent: give me a goal and I'll p
                 "tools on this machine and report what actually happened.")
 
 
-def build_prompt(request: UserRequest, qa: list[dict], final: bool) -> str:
+def build_prompt(request: UserRequest, qa: list[dict], final: bool, world_text: str = "") -> str:
     parts = []
+    if world_text:
+        parts.append(world_text)
     if request.history:
         parts.append("Recent session history:\n" + "\n".join(request.history[-5:]))
     parts.append(f"Request: {request.text}")
@@ -209,6 +212,7 @@ class Perceiver:
         self.pending: dict[str, dict] = {}      # task -> {request, qa, round, asked_at, ...}
         self.done: dict[str, float] = {}         # tasks already turned into a TaskSpec/reply
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="perceiver-expire")
+        self.world_seen = -1e9                   # when the world process last heartbeat
         # Several instances: a question a dead instance was waiting on is taken over
         self.takeover = Takeover(client, settings, begins=("ClarificationRequest",),
                                  ends=("TaskSpec", "ConversationalReply", "FinalResult",
@@ -222,6 +226,7 @@ class Perceiver:
         c.on("ClarificationReply", self.on_clarification, ack=True, partition=True, threaded=True)
         c.on("TaskCancel", self.on_end, partition=True)
         c.on("FinalResult", self.on_end, partition=True)
+        c.on("Heartbeat", self._world_beat, task="world")   # is the world process up?
         c.add_timer(1.0, self.expire_questions)
         c.heartbeat_info = lambda: {"pending_clarifications": len(self.pending),
                                     **self.takeover.info()}
@@ -343,6 +348,8 @@ class Perceiver:
         if "referents" not in state:     # resolved in code once, before any model call
             ws = req.options.workspace or str(self.settings.workspace)
             state["referents"] = [r.as_dict() for r in referents.resolve(req.text, ws)]
+        if "world" not in state:         # asked once, before any model call
+            state["world"], state["world_note"] = self._projection(req)
         task = req.task_id
         max_rounds = self.settings.clarification_rounds
         may_ask = req.options.interactive and state["round"] < max_rounds
@@ -357,7 +364,9 @@ class Perceiver:
         else:
             try:
                 got = self.llm.complete_json(Perception, SYSTEM_PROMPT,
-                                             build_prompt(req, state["qa"], final), task_id=task)
+                                             build_prompt(req, state["qa"], final,
+                                                          state.get("world", "")),
+                                             task_id=task)
             except LLMError as exc:
                 error = str(exc)
                 got = Perception()
@@ -375,6 +384,7 @@ class Perceiver:
             return
         spec = self._spec(req, state, got, error)
         spec.referents = state_referents(state)
+        self._world(spec, req, state)
         with self.lock:
             self.pending.pop(task, None)
             self.done[task] = time.time()
@@ -388,6 +398,45 @@ class Perceiver:
                        perceiver_error=error or None, workspace=req.options.workspace or None,
                        referents=[r.model_dump() for r in spec.referents] or None)
         self.client.send(spec)  # consumers: planner + ggs (GGS arms the deadline)
+
+    def _world_beat(self, env: Envelope, msg) -> None:
+        self.world_seen = time.monotonic()
+
+    def _projection(self, req: UserRequest) -> tuple[str, dict]:
+        """The world model's projection for the goal: a request with a short timeout, made only
+        while the world process heartbeats; without it the task goes on without one."""
+        s = self.settings
+        if not s.world_on:
+            return "", {"world_error": "off"}
+        if time.monotonic() - self.world_seen > s.missing_after_s:
+            return "", {"world_error": "no projection: the world process is not running"}
+        try:
+            ws = req.options.workspace or str(s.workspace)
+            _, res = self.client.request(WorldQuery(op="project", text=req.text, workspace=ws,
+                                                    task_id=req.task_id),
+                                         to="world", timeout=s.world_query_timeout_s)
+        except Exception as exc:          # the world is optional: never stop a task for it
+            return "", {"world_error": f"no projection: {exc}"[:200]}
+        note = {"world_facts": len(res.facts), "world_entities": len(res.entities),
+                "world_error": res.error or None}
+        return (res.text[:s.world_projection_chars] if res.ok else ""), note
+
+    def _world(self, spec: TaskSpec, req: UserRequest, state: dict) -> None:
+        """Seed 002 in the TaskSpec: the message's emotion and the goal's priority (code), and
+        the world's projection (taken before the model call, in `state`)."""
+        s = self.settings
+        emo = world.detect_emotion(req.text)
+        spec.emotion = EmotionVector(**emo.as_dict())
+        session = req.session_id or ""
+        if session.startswith("goal:"):
+            spec.goal_type = "AUTO" if session.startswith("goal:a-") else "REACTIVE"
+        spec.priority = round(world.priority(
+            spec.goal_type, time.time(), deadline=world.stated_deadline(req.text),
+            valence=emo.valence, arousal=emo.arousal, alpha=s.priority_alpha,
+            beta=s.priority_beta, gamma=s.priority_gamma), 4)
+        spec.world = state.get("world", "")
+        tasklog.append(s.tasks_dir, req.task_id, "world", emotion=emo.as_dict(),
+                       priority=spec.priority, **(state.get("world_note") or {}))
 
     def _spec(self, req: UserRequest, state: dict, got: Perception, error: str) -> TaskSpec:
         raw = req.text

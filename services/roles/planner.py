@@ -212,6 +212,8 @@ def spec_block(spec: TaskSpec) -> str:
              ([f"deadline: {c.deadline}"] if c.deadline else []) + list(c.other)]
     if extra:
         lines.append("Constraints: " + "; ".join(extra))
+    if spec.world:
+        lines.append(spec.world)
     return "\n".join(lines)
 
 

@@ -594,8 +594,17 @@ class Spawner:
         self.client.send(msg, consumers=("planner",))
 
     def _drain_queue(self) -> None:
+        """Start queued subtasks while there are slots: the highest priority p(g, t) first
+        (seed 002 Def. 5: an angry user's goal, a reactive goal, a near deadline), first come
+        first served among equals."""
         while self.queue and len(self.running) < self.cap and not self.stopping:
-            self._start(self.queue.popleft())
+            self._start(self._pop_next())
+
+    def _pop_next(self) -> SubTaskAssign:
+        best = max(range(len(self.queue)), key=lambda i: (self.queue[i].subtask.priority, -i))
+        assign = self.queue[best]
+        del self.queue[best]
+        return assign
 
     # -- deadlines and cancellation -----------------------------------------------------------
     def kill(self, eff: Effector, reason: str) -> None:

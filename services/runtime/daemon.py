@@ -32,7 +32,7 @@ DEFAULT_SCALE = 2
 TAG_VAR = "ARTOO_DAEMON_TAG"      # every daemon process carries it; `down` sweeps by it
 
 
-MAIN_ONLY = ("bus", "tap", "auditor", "metrics", "memory", "scheduler")   # one per bus: on the main host
+MAIN_ONLY = ("bus", "tap", "auditor", "metrics", "memory", "world", "scheduler")   # one per bus: on the main host
 # what a joining host may run: effectors and their model, and instances of the roles partitioned
 # by task (their tasks move to the live instances when a host goes: services/runtime/takeover.py)
 WORKER_ROLES = ("spawner", "llm") + PARTITIONED

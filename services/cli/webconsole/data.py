@@ -29,7 +29,7 @@ KIND_ROLE = {
     "criterion_verdict": "agentval", "correction": "agentval", "merge_verdict": "metaval",
     "replan": "metaval", "metaval_resumed": "metaval", "ggs_armed": "ggs",
     "ggs_decision": "ggs", "plan_directive": "ggs", "memory_write": "ggs", "task_end": "ggs",
-    "schedule_fired": "scheduler",
+    "schedule_fired": "scheduler", "world": "perceiver",
 }
 _DETAIL_SKIP = {"kind", "ts", "task_id", "messages", "response", "role"}
 MAX_EVENT_TEXT = 240

@@ -6,7 +6,8 @@
 * `/events` is a server-sent-event stream fed by `LiveFeed`: one bus client (role `user`, node
   `web-console-…`, no heartbeat) that observes every message and publishes nothing but the
   readiness probe every client sends; `/api/memory` asks the memory process (request/reply,
-  MemoryQuery `list`/`show`/`stats`, which change nothing).
+  MemoryQuery `list`/`show`/`stats`, which change nothing); `/api/world` asks the world process
+  (WorldQuery `entities`/`facts`/`goals`/`show`, which change nothing).
 """
 from __future__ import annotations
 
@@ -116,10 +117,10 @@ class LiveFeed:
         base = self.client.stats() if self.client is not None else {"node": self.node}
         return {**base, "live": self.client is not None, "error": self.error}
 
-    def request_memory(self, query) -> Any:
+    def request_memory(self, query, to: str = "memory") -> Any:
         if self.client is None:
             raise RuntimeError(self.error or "not connected to the bus yet")
-        _env, result = self.client.request(query, to="memory",
+        _env, result = self.client.request(query, to=to,
                                            timeout=self.settings.request_timeout_s)
         return result
 
@@ -314,6 +315,8 @@ class ConsoleHandler(BaseHTTPRequestHandler):
             self._json(data.audit_verify(s))
         elif path == "/api/memory":
             self._memory(q1)
+        elif path == "/api/world":
+            self._world(q1)
         elif path == "/events":
             self._events()
         else:
@@ -344,6 +347,34 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         self._json({"groups": res.groups, "stats": res.stats,
                     "megrams": [m.model_dump() for m in res.megrams],
                     "rules": [r.model_dump() for r in res.sops]})
+
+    def _world(self, q1) -> None:
+        """The world model (read-only queries: entities, facts valid now or `at`, claims,
+        goals; one entity with `entity=`)."""
+        from protocol.messages import WorldQuery
+        feed = self.app.feed
+        if feed is None:
+            self._error(503, "no bus connection (started without the live feed)")
+            return
+        try:
+            ask = lambda **kw: feed.request_memory(WorldQuery(**kw), to="world")  # noqa: E731
+            if q1("entity"):
+                res = ask(op="show", entity=q1("entity"))
+                if not res.ok:
+                    self._error(404, res.error)
+                    return
+                self._json({"entity": res.entities[0], "facts": res.facts, "claims": res.claims,
+                            "edges": res.edges})
+                return
+            at = float(q1("at")) if q1("at") else None
+            ents, facts, goals = (ask(op="entities", n=100),
+                                  ask(op="facts", at=at, claims=True, n=100),
+                                  ask(op="goals", n=100))
+        except Exception as exc:
+            self._error(503, f"world did not answer: {exc}")
+            return
+        self._json({"entities": ents.entities, "facts": facts.facts, "claims": facts.claims,
+                    "goals": goals.goals})
 
     def _events(self) -> None:
         feed = self.app.feed

@@ -323,6 +323,36 @@ async function showMemory() {
   body.replaceChildren(...parts);
 }
 
+// -- world model (seed 002) ---------------------------------------------------------------------
+const when = ts => ts ? new Date(ts * 1000).toLocaleString() : "";
+async function showWorld() {
+  const body = h("div", {}, h("p", { class: "muted" }, "asking the world process…"));
+  setMain(h("h1", {}, "World"), body);
+  let r;
+  try { r = await api("/api/world"); } catch (e) { return body.replaceChildren(h("p", { class: "err" }, e.message)); }
+  if (page.name !== "world") return;
+  const factCols = [{ title: "subject", get: f => h("span", { class: "mono" }, f.subject) }, { title: "predicate", get: f => f.predicate },
+    { title: "object", get: f => f.object }, { title: "status", get: f => f.status }, { title: "valid since", get: f => when(f.valid_at) },
+    { title: "source", get: f => (f.episodes || []).map(e => e.task).join(", ") }];
+  const goals = table([{ title: "id", get: g => h("span", { class: "mono" }, g.id) }, { title: "type", get: g => g.type },
+    { title: "status", get: g => badge(g.status === "BLOCKED" ? "proposed" : g.status) }, { title: "priority", num: true, get: g => num(g.priority, 2) },
+    { title: "goal", get: g => g.description }, { title: "trigger", get: g => g.trigger }], r.goals);
+  goals.id = "world-goals";
+  const ents = table([{ title: "entity", get: e => h("span", { class: "mono" }, e.id) }, { title: "kind", get: e => e.kind },
+    { title: "mentions", num: true, get: e => e.mentions }, { title: "state", get: e => e.state },
+    { title: "importance", num: true, get: e => num(e.importance, 3) },
+    { title: "sentiment", num: true, get: e => e.sentiment == null ? "" : num(e.sentiment, 2) },
+    { title: "last mentioned", get: e => when(e.last_mentioned) }], r.entities);
+  ents.id = "world-entities";
+  const facts = table(factCols, r.facts);
+  facts.id = "world-facts";
+  body.replaceChildren(
+    h("h2", {}, `Goals (${r.goals.length}): proposals wait for \`artoo goals accept\``), goals,
+    h("h2", {}, `Facts valid now (${r.facts.length}), checked by code`), facts,
+    h("h2", {}, `Entities (${r.entities.length})`), ents,
+    h("h2", {}, `Claims (${r.claims.length}): never shown as facts`), table(factCols, r.claims));
+}
+
 // -- routing and the live feed ----------------------------------------------------------------
 function route() {
   const [, name = "tasks", ...rest] = (location.hash || "#/tasks").split("/");
@@ -332,6 +362,10 @@ function route() {
   else if (page.name === "daemon") showDaemon();
   else if (page.name === "audit") showAudit();
   else if (page.name === "memory") showMemory();
+  else if (page.name === "world") {
+    showWorld();
+    page.onEvent = ev => { if (["FinalResult", "GoalProposed"].includes(ev.type)) scheduleRefresh(() => page.name === "world" && showWorld(), 1000); };
+  }
   else {
     page.name = "tasks";
     showTasks();

@@ -1,0 +1,269 @@
+"""The world model on a real LMDB store (world_server/): bi-temporal facts and their invalidation,
+point-in-time queries, Law 0 (claims are never facts), entities, the projection, the goal
+generator's three triggers and the operator's decisions (Law 1), forget, one owner."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+
+import pytest
+
+from protocol.settings import load_settings
+from world_server.model import WorldModel
+from world_server.store import WorldError, WorldLocked, WorldStore, known_at, valid_at
+
+
+@pytest.fixture
+def world(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    settings = load_settings(home=tmp_path / "home", workspace=ws)
+    store = WorldStore(settings.world_path)
+    model = WorldModel(store, settings)
+    model.ws = ws
+    yield model
+    store.close()
+
+
+def ep(task="t1", at=None):
+    return {"task": task, "evidence": "test", "at": at or time.time()}
+
+
+def facts_of(store, subject, predicate):
+    return [f for f in store.all("facts") if (f["subject"], f["predicate"]) == (subject, predicate)]
+
+
+def run_task(m, task, text, calls, final, slug="s", session=""):
+    m.on_request(task, text, session=session, workspace=str(m.ws))
+    m.on_spec({"task_id": task, "intent_slug": slug, "intent": text, "raw_input": text,
+               "options": {"workspace": str(m.ws)}})
+    m.on_outcome(task, {"tool_calls": calls})
+    return m.on_final({"task_id": task, **final})
+
+
+def shell(command, output="", error=None):
+    return {"tool": "shell", "arguments": {"command": command}, "target": command,
+            "output": output, "error": error}
+
+
+# -- bi-temporal facts ----------------------------------------------------------------------------
+
+def test_a_contradicting_fact_invalidates_the_current_one_never_deletes(world):
+    st = world.store
+    t0 = 1_000_000.0
+    st.transact(lambda txn: st.assert_fact(txn, "file:app.yaml", "port", "8080", "port 8080",
+                                           valid_at=t0, episode=ep("a", t0), now=t0))
+    st.transact(lambda txn: st.assert_fact(txn, "file:app.yaml", "port", "8080", "port 8080",
+                                           valid_at=t0 + 5, episode=ep("b"), now=t0 + 5))
+    [one] = facts_of(st, "file:app.yaml", "port")        # the same fact again: one more source
+    assert [e["task"] for e in one["episodes"]] == ["a", "b"]
+    new = st.transact(lambda txn: st.assert_fact(txn, "file:app.yaml", "port", "9090",
+                                                 "port 9090", valid_at=t0 + 100,
+                                                 episode=ep("c"), now=t0 + 100))
+    old = next(f for f in facts_of(st, "file:app.yaml", "port") if f["object"] == "8080")
+    assert (old["invalid_at"], old["expired_at"], old["invalidated_by"]) == \
+        (t0 + 100, t0 + 100, new["id"])
+    assert new["invalid_at"] is None and new["expired_at"] is None
+    # older history learnt late: inserted already invalid, the current fact untouched
+    late = st.transact(lambda txn: st.assert_fact(txn, "file:app.yaml", "port", "7070",
+                                                  "port 7070", valid_at=t0 - 50,
+                                                  episode=ep("d"), now=t0 + 200))
+    assert (late["invalid_at"], late["expired_at"]) == (t0, None)   # until 8080 began
+    assert st.one("facts", new["id"])["invalid_at"] is None
+    assert len(facts_of(st, "file:app.yaml", "port")) == 3
+
+
+def test_point_in_time_queries_valid_time_and_system_time(world):
+    st = world.store
+    t0 = time.time() - 1000
+    st.transact(lambda txn: st.assert_fact(txn, "person:user", "name", "Ada", "name Ada",
+                                           valid_at=t0, episode=ep("a"), now=t0))
+    st.transact(lambda txn: st.assert_fact(txn, "person:user", "name", "Grace", "name Grace",
+                                           valid_at=t0 + 500, episode=ep("b"), now=t0 + 500))
+    name = lambda facts: [f["object"] for f in facts if f["subject"] == "person:user"]  # noqa
+    assert name(world.facts()[0]) == ["Grace"]                       # now
+    assert name(world.facts(at=t0 + 100)[0]) == ["Ada"]              # then
+    assert name(world.facts(at=t0 - 1)[0]) == []                     # before anything
+    assert name(world.facts(as_of=t0 + 100, at=t0 + 100)[0]) == ["Ada"]   # as known then
+    facts = st.all("facts")
+    ada = next(f for f in facts if f["object"] == "Ada")
+    assert valid_at(ada, t0 + 499) and not valid_at(ada, t0 + 500)
+    assert known_at(ada, t0 + 499) and not known_at(ada, t0 + 501)
+
+
+# -- Law 0: facts from checked evidence, claims for the rest --------------------------------------
+
+def test_a_file_is_a_fact_only_when_code_finds_it(world):
+    (world.ws / "notes.txt").write_text("apple\nbanana\n")
+    got = run_task(world, "t1", "write notes.txt and ghost.txt",
+                   [shell("printf 'apple\\nbanana\\n' > notes.txt"),
+                    shell("echo x > ghost.txt"), shell("echo y > failed.txt", error="exit 1")],
+                   {"status": "unverified", "answer": "wrote both", "summary": "done"})
+    assert got == {"facts": 1, "claims": 2}
+    facts, claims = world.facts(claims=True)
+    assert [f["subject"] for f in facts] == ["file:notes.txt"]
+    assert facts[0]["object"].startswith("sha256:") and "13 bytes" in facts[0]["text"]
+    assert {(c["subject"], c["status"]) for c in claims} == {
+        ("file:ghost.txt", "not found"), ("task:t1", "unverified")}
+    assert "file:failed.txt" not in {e["id"] for e in world.entities()}
+    # the projection shows facts only: the unverified answer is not in it
+    text = world.project("what did you write?")["text"]
+    assert "notes.txt exists" in text and "wrote both" not in text
+    assert "ghost.txt was reported" not in text
+
+
+def test_a_verified_answer_and_settings_read_are_facts_and_a_rewrite_invalidates(world):
+    (world.ws / "app.yaml").write_text("port: 8080\n")
+    run_task(world, "t1", "find the port in app.yaml",
+             [{"tool": "read_file", "arguments": {"path": "app.yaml"}, "target": "app.yaml",
+               "output": "port: 8080\n", "error": None}],
+             {"status": "verified", "verified": True, "answer": "8080", "checks": ["8080 in "
+                                                                                    "app.yaml"]})
+    facts, _ = world.facts()
+    assert {(f["subject"], f["predicate"], f["object"]) for f in facts} == {
+        ("file:app.yaml", "port", "8080"), ("task:t1", "answer", "8080")}
+    shown = world.show("app.yaml")
+    assert sorted((e["src"], e["label"], e["dst"]) for e in shown["edges"]) == \
+        [("file:app.yaml", "sets", "port:8080"), ("task:t1", "read", "file:app.yaml")]
+    assert "app.yaml sets port = 8080" in world.project("which port did you find?")["text"]
+    # the file is rewritten by a later task: the old content fact is invalidated, kept
+    (world.ws / "app.yaml").write_text("port: 9090\n")
+    run_task(world, "t2", "set the port to 9090", [shell("echo 'port: 9090' > app.yaml")],
+             {"status": "verified", "answer": "done"})
+    (world.ws / "app.yaml").write_text("port: 9091\n")
+    run_task(world, "t3", "set the port to 9091", [shell("echo 'port: 9091' > app.yaml")],
+             {"status": "verified", "answer": "done"})
+    contents = facts_of(world.store, "file:app.yaml", "content")
+    assert len(contents) == 2 and sum(f["invalid_at"] is None for f in contents) == 1
+
+
+def test_the_projection_keeps_to_the_goal_s_workspace(world, tmp_path):
+    (world.ws / "notes.txt").write_text("mine\n")
+    run_task(world, "t1", "write notes.txt", [shell("echo mine > notes.txt")],
+             {"status": "verified", "answer": "done"})
+    world.on_request("t2", "My name is Ada")
+    other = tmp_path / "other"
+    other.mkdir()
+    assert "notes.txt" in world.project("the notes", workspace=str(world.ws))["text"]
+    elsewhere = world.project("the notes", workspace=str(other))["text"]
+    assert "notes.txt" not in elsewhere and "Ada" in elsewhere     # what the user said is global
+
+
+def test_user_statements_and_entities_with_sentiment(world):
+    world.on_request("t1", "My name is Ada and I love the atlas project", at=1000.0)
+    world.on_request("t2", "the atlas project is broken again, this is ridiculous", at=2000.0)
+    facts, _ = world.facts()
+    said = [f for f in facts if f["subject"] == "person:user"]
+    assert [(f["object"], f["status"]) for f in said] == [("Ada", "user_said")]
+    atlas = world.show("project:atlas")["entity"]
+    assert atlas["mentions"] == 2 and atlas["first_mentioned"] == 1000.0
+    assert atlas["sentiment"] == pytest.approx(0.7 * 0.8 + 0.3 * -0.8)   # EMA of the valences
+    assert "Ada" in world.project("what is my name?")["text"]
+
+
+def test_forget_marks_keeps_and_hides(world):
+    world.on_request("t1", "My name is Ada", at=time.time())
+    got = world.forget("person:user", "operator", "privacy")
+    assert got["facts_forgotten"] == 1
+    assert world.store.one("entities", "person:user")["forgotten"]["reason"] == "privacy"
+    assert world.facts()[0] == [] and "Ada" not in world.project("my name")["text"]
+    assert len(world.store.all("facts")) == 1                        # kept
+    assert [a["op"] for a in world.store.all("audit")] == ["forget"]
+    with pytest.raises(WorldError, match="no entity"):
+        world.forget("nothing-here", "operator", "")
+
+
+# -- the goal generator and Law 1 -----------------------------------------------------------------
+
+def test_repetition_proposes_a_schedule_once_and_waits_for_the_operator(world):
+    for i in range(2):
+        run_task(world, f"r{i}", "check disk usage", [], {"status": "verified"}, slug="disk")
+    assert world.goals() == []
+    world.on_request("r2", "check disk usage")
+    [goal] = world.on_spec({"task_id": "r2", "intent_slug": "disk", "intent": "x",
+                            "raw_input": "check disk usage"})
+    assert (goal["type"], goal["status"]) == ("AUTO", "BLOCKED")
+    assert goal["action"]["kind"] == "schedule" and goal["action"]["goal"] == "check disk usage"
+    assert [e["task"] for e in goal["evidence"]] == ["r0", "r1", "r2"]
+    assert "repetition" in goal["trigger"]
+    world.on_request("r3", "check disk usage")          # no second proposal for the same run
+    assert world.on_spec({"task_id": "r3", "intent_slug": "disk", "intent": "x",
+                          "raw_input": "x"}) == []
+    # scheduled runs and accepted goals' runs do not count as the user repeating themselves
+    for i in range(5):
+        world.on_request(f"s{i}", "check disk usage", session="schedule:s-1")
+        assert world.on_spec({"task_id": f"s{i}", "intent_slug": "disk2", "intent": "x",
+                              "raw_input": "x"}) == []
+    # Law 1: accept once; a decided goal cannot be decided again
+    accepted = world.decide(goal["id"][:6], "accept", "user", "")
+    assert accepted["status"] == "PENDING"
+    assert world.link(goal["id"], {"schedule_id": "s-abc"})["status"] == "ACTIVE"
+    with pytest.raises(WorldError, match="not a proposal"):
+        world.decide(goal["id"], "reject", "user", "")
+
+
+def test_a_negative_aroused_message_proposes_a_reactive_goal(world):
+    run_task(world, "f1", "deploy the site", [], {"status": "abandoned", "directive": "abandon",
+                                                   "summary": "the build failed"})
+    assert world.on_request("calm", "please list the files") == []
+    [goal] = world.on_request("angry", "The deploy is broken AGAIN!! fix it")
+    assert (goal["type"], goal["status"], goal["action"]["kind"]) == ("REACTIVE", "BLOCKED", "run")
+    assert "deploy the site" in goal["description"] and "change nothing" in goal["description"]
+    assert goal["evidence"][0]["label"] == "anger" and goal["evidence"][1]["task"] == "f1"
+    assert goal["priority"] == pytest.approx(0.5 * 0.7 + 0.3 * 0.5 + 0.2 * 0.8)
+    rejected = world.decide(goal["id"], "reject", "user", "not now")
+    assert rejected["status"] == "REJECTED"
+    with pytest.raises(WorldError):
+        world.decide(goal["id"], "accept", "user", "")
+    with pytest.raises(WorldError):
+        world.link(goal["id"], {"run_id": "x"})
+
+
+def test_time_pressure_proposes_a_reminder_when_the_deadline_nears(world):
+    now = time.time()
+    world.on_request("d1", "the quarterly report is due in 2 hours", at=now)
+    assert world.check_deadlines(now) == []                    # 2 h > θ_urgency (1 h)
+    [goal] = world.check_deadlines(now + 3700)
+    assert goal["type"] == "REACTIVE" and "time pressure" in goal["trigger"]
+    assert goal["priority"] > 0.5                              # urgency 0.9 inside the hour
+    assert world.check_deadlines(now + 3800) == []             # fires once
+
+
+def test_world_off_proposes_nothing(tmp_path):
+    settings = load_settings(home=tmp_path, workspace=tmp_path, world="off")
+    store = WorldStore(settings.world_path)
+    m = WorldModel(store, settings)
+    assert m.on_request("a", "The deploy is broken AGAIN!!") == []
+    for i in range(4):
+        m.on_request(f"r{i}", "x")
+        assert m.on_spec({"task_id": f"r{i}", "intent_slug": "x", "intent": "x",
+                          "raw_input": "x"}) == []
+    store.close()
+
+
+def test_the_user_goal_follows_the_task_lifecycle(world):
+    world.on_request("u1", "count the files")
+    world.on_spec({"task_id": "u1", "intent_slug": "count", "intent": "count the files",
+                   "raw_input": "count the files", "priority": 0.62})
+    g = world.goal("u-u1")
+    assert (g["type"], g["status"], g["priority"]) == ("USER", "ACTIVE", 0.62)
+    world.on_final({"task_id": "u1", "status": "not_possible", "answer": ""})
+    assert world.goal("u-u1")["status"] == "FAILED"
+    assert world.goals() == [] and len(world.goals(include_user=True)) == 1
+
+
+def test_one_owner_and_reopen(tmp_path):
+    path = tmp_path / "world.lmdb"
+    store = WorldStore(path)
+    with pytest.raises(WorldLocked):
+        WorldStore(path)
+    store.transact(lambda txn: store.put(txn, "goals", "g", {"id": "g"}))
+    store.close()
+    again = WorldStore(path, map_size=1 << 16)         # tiny map: grows on MapFullError
+    again.transact(lambda txn: [again.put(txn, "episodes", f"e{i}", {"x": "y" * 2000})
+                                for i in range(100)])
+    assert again.one("goals", "g") == {"id": "g"} and again.resizes >= 1
+    assert again.stats()["episodes"] == 100
+    again.close()
+    assert os.path.exists(path / "owner.lock")

@@ -1,0 +1,143 @@
+"""The real `world` process on a real bus proxy with its real LMDB file: it learns from the messages
+a task sends, answers the projection, survives a restart and kill -9, refuses a second owner, and
+loses nothing under concurrent writers."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+from conftest import start_process, stop_process
+
+from protocol.messages import (FinalResult, RunOptions, SubTaskOutcome, TaskSpec, ToolCallRecord,
+                               UserRequest, WorldQuery)
+
+WAIT = 20.0
+
+
+class World:
+    def __init__(self, settings, bus_clients):
+        self.settings = settings
+        self.cond = threading.Condition()
+        self.pids: set[int] = set()
+        self.procs: list[subprocess.Popen] = []
+
+        def beat(env, msg):
+            if msg.role == "world":
+                with self.cond:
+                    self.pids.add(msg.pid)
+                    self.cond.notify_all()
+
+        self.user = bus_clients("user", setup=lambda c: c.on("Heartbeat", beat))
+        self.perceiver = bus_clients("perceiver")
+        self.agentval = bus_clients("agentval")
+        self.ggs = bus_clients("ggs")
+
+    def start(self) -> subprocess.Popen:
+        proc = start_process(["-m", "world_server.server"], {}, "world")
+        self.procs.append(proc)
+        with self.cond:
+            ok = self.cond.wait_for(lambda: proc.pid in self.pids or proc.poll() is not None, WAIT)
+        assert ok and proc.poll() is None, "world process did not come up"
+        return proc
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            stop_process(proc, timeout=10)
+
+    def query(self, **fields):
+        _, res = self.user.request(WorldQuery(**fields), to="world", timeout=WAIT)
+        assert res.ok, res.error
+        return res
+
+    def until(self, check, what: str):
+        """Poll a query until `check(result)` holds (the world handles observations in order,
+        queries on other threads): bounded by WAIT."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            res = self.query(op="stats")
+            if check(res.stats):
+                return res.stats
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {res.stats}"
+            time.sleep(0.05)
+
+    def task(self, task: str, text: str, calls: list[ToolCallRecord], status="verified",
+             answer="") -> None:
+        ws = str(self.settings.workspace)
+        # one sender after the other, each seen before the next (in a real task each message is
+        # caused by the one before; four test clients would race)
+        for client, msg in (
+                (self.user, UserRequest(task_id=task, text=text,
+                                        options=RunOptions(workspace=ws))),
+                (self.perceiver, TaskSpec(task_id=task, intent_slug="s-" + task, intent=text,
+                                          raw_input=text, options=RunOptions(workspace=ws))),
+                (self.agentval, SubTaskOutcome(task_id=task, subtask_id="st1",
+                                               parent_task_id=task, status="matched",
+                                               tool_calls=calls)),
+                (self.ggs, FinalResult(task_id=task, directive="accept", summary="done",
+                                       status=status, verified=status == "verified",
+                                       answer=answer))):
+            seen = self.query(op="stats").stats["service"]["observed"]
+            client.publish(msg)
+            self.until(lambda s, n=seen: s["service"]["observed"] > n, type(msg).__name__)
+
+
+@pytest.fixture
+def world(settings, bus_process, bus_clients):
+    harness = World(settings, bus_clients)
+    yield harness
+    harness.stop()
+
+
+def _ended(stats: dict, n: int) -> bool:
+    return stats.get("episodes", 0) >= n and stats["service"]["observed"] >= 4 * n
+
+
+def test_learns_a_task_survives_restart_and_kill9_and_refuses_a_second_owner(world, settings):
+    proc = world.start()
+    (settings.workspace / "report.md").write_text("# Q3 report\n")
+    world.task("t1", "write the Q3 report to report.md",
+               [ToolCallRecord(tool="write_file", arguments={"path": "report.md"},
+                               target="report.md")], answer="wrote report.md")
+    world.until(lambda s: _ended(s, 1) and s["facts"] >= 2, "the first task")
+    text = world.query(op="project", text="open the report you wrote yesterday").text
+    assert "report.md exists in the workspace" in text and "wrote report.md" in text
+
+    second = start_process(["-m", "world_server.server"], {}, "world-2")
+    assert second.wait(WAIT) == 1                    # one owner: the second refuses to start
+
+    stop_process(proc, timeout=10)                   # clean restart
+    world.start()
+    assert "report.md" in world.query(op="project", text="the report").text
+
+    proc = world.procs[-1]
+    world.task("t2", "My name is Ada", [])
+    os.killpg(proc.pid, signal.SIGKILL)              # kill -9 of the process group
+    proc.wait(WAIT)
+    world.start()
+    facts = world.query(op="facts").facts
+    assert {"Ada", "sha256"} <= {f["object"].split(":")[0] for f in facts}
+    assert world.query(op="show", entity="report.md").entities[0]["mentions"] >= 1
+
+
+def test_concurrent_writers_lose_nothing(world, settings, bus_clients):
+    world.start()
+    writers, per = 4, 25
+    clients = [bus_clients("user") for _ in range(writers)]
+
+    def burst(i, client):
+        for j in range(per):
+            client.publish(UserRequest(task_id=f"w{i}-{j}", text=f"update shared.txt, item {j}"))
+
+    threads = [threading.Thread(target=burst, args=(i, c)) for i, c in enumerate(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT)
+    world.until(lambda s: s.get("episodes", 0) >= writers * per, "every episode")
+    ent = world.query(op="show", entity="file:shared.txt").entities[0]
+    assert ent["mentions"] == writers * per
+    assert world.query(op="stats").stats["service"]["errors"] == 0

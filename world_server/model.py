@@ -1,0 +1,508 @@
+"""The world model (seed 002 Def. 2): what the `world` process learns from the bus, and its queries.
+
+Sources, in the order a task sends them:
+* UserRequest — an episode: the user's words, their emotion (Def. 3), the entities they name
+  (tracked with the message's valence as sentiment), what they said a name or value is (a fact of
+  what the user said), a deadline they stated; a negative, aroused message proposes a REACTIVE goal.
+* TaskSpec — the intent slug (the repetition trigger counts it), the referents resolved in code, a
+  USER goal with its priority.
+* SubTaskOutcome — the task's tool records (files written and read, settings read from them).
+* FinalResult — closes the episode (Law 0): a file a successful tool call wrote becomes a fact
+  only when code finds it in the task's workspace (its size and digest are the evidence); a
+  setting read by a successful call is a fact of that file; the answer is a fact only when the
+  FinalResult is verified, otherwise a claim with its status, never shown as a fact.
+Proposals (AUTO, REACTIVE) never run by themselves: they wait in the goals table, BLOCKED on the
+operator (Law 1), until `artoo goals accept` (→ PENDING/ACTIVE) or `reject` (→ REJECTED).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from datetime import datetime
+from typing import Any, Optional
+
+from protocol.settings import Settings
+from services.runtime import world as W
+from services.runtime import worldfacts as X
+
+from .store import MAX_INTENT_HISTORY, WorldError, WorldStore, known_at, stable_id, valid_at
+
+log = logging.getLogger("artoo.world")
+FACT_RECENCY_S = 86400.0       # a fact's recency bonus in the projection decays over a day
+MAX_CALLS_KEPT = 60            # tool records kept per open episode
+
+
+def _when(ts: Optional[float]) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+def _name(eid: str) -> str:
+    return eid.split(":", 1)[1] if ":" in eid else eid
+
+
+class WorldModel:
+    def __init__(self, store: WorldStore, settings: Settings):
+        self.store = store
+        self.s = settings
+
+    # -- formulas with this deployment's settings ------------------------------------------------
+    def weight(self, ent: dict, now: float) -> float:
+        s = self.s
+        return W.context_weight(now, ent, stale_after_s=s.world_stale_after_s,
+                                alpha_r=s.world_alpha_r, alpha_f=s.world_alpha_f,
+                                tau_s=s.world_tau_s, cap=s.world_mention_cap)
+
+    def entity_view(self, ent: dict, now: float) -> dict:
+        s = self.s
+        return {**ent, "state": W.lifecycle(now, ent["last_mentioned"], s.world_stale_after_s),
+                "importance": round(W.importance(
+                    now, ent["last_mentioned"], ent["mentions"], alpha_r=s.world_alpha_r,
+                    alpha_f=s.world_alpha_f, tau_s=s.world_tau_s, cap=s.world_mention_cap), 4)}
+
+    # -- sources ---------------------------------------------------------------------------------
+    def on_request(self, task: str, text: str, *, session: str = "", workspace: str = "",
+                   at: Optional[float] = None) -> list[dict]:
+        """An episode begins. Returns the goals it proposed."""
+        at = time.time() if at is None else at
+        emo = W.detect_emotion(text)
+        mentions = X.mentions(text)
+        said = X.user_statements(text)
+        deadline = W.stated_deadline(text, at)
+        proposals: list[dict] = []
+
+        def tx(txn):
+            st = self.store
+            old = st.get(txn, "episodes", task)
+            if old is not None and old.get("requested"):
+                return                                   # a re-delivered request
+            ep = {"task": task, "text": text[:2000], "at": at, "session": session,
+                  "workspace": workspace, "emotion": emo.as_dict(), "slug": "", "calls": [],
+                  "outcomes": 0, "final": None, "mentions": [m.id for m in mentions],
+                  "requested": True}
+            if old is not None:                          # its TaskSpec came first
+                ep.update(slug=old.get("slug", ""), intent=old.get("intent", ""),
+                          calls=old.get("calls", []), outcomes=old.get("outcomes", 0),
+                          final=old.get("final"), workspace=workspace or old.get("workspace"))
+            st.put(txn, "episodes", task, ep)
+            for m in mentions:
+                st.track(txn, m.id, m.kind, m.name, at=at, sentiment=emo.valence, episode=task,
+                         lam=self.s.world_ema_lambda)
+            for stmt in said:
+                kind = stmt.subject.split(":", 1)[0]
+                st.track(txn, stmt.subject, kind, _name(stmt.subject), at=at,
+                         sentiment=emo.valence, episode=task, lam=self.s.world_ema_lambda)
+                st.assert_fact(txn, stmt.subject, stmt.predicate, stmt.value,
+                               f"the user said: {stmt.text}", status="user_said", valid_at=at,
+                               episode={"task": task, "evidence": f"user message: {stmt.text}",
+                                        "at": at})
+            if deadline:
+                st.put(txn, "deadlines", task, {"task": task, "text": text[:300],
+                                                "deadline": deadline, "fired": False})
+            if self.s.world_on and not session.startswith(("schedule:", "goal:")) and \
+                    W.negative_state(emo.valence, emo.arousal, self.s.world_neg_valence,
+                                     self.s.world_arousal):
+                proposals.append(self._reactive(txn, task, text, emo, at, workspace))
+        self.store.transact(tx)
+        return [p for p in proposals if p]
+
+    def on_spec(self, spec: dict) -> list[dict]:
+        """The perceiver's TaskSpec: the USER goal, the slug, the referents; repetition trigger."""
+        task, now = spec["task_id"], time.time()
+        proposals: list[dict] = []
+
+        def tx(txn):
+            st = self.store
+            ep = st.get(txn, "episodes", task) or {
+                "task": task, "text": spec.get("raw_input", "")[:2000], "at": now,
+                "session": "", "workspace": "", "emotion": None, "calls": [], "outcomes": 0,
+                "final": None, "mentions": []}
+            if ep.get("slug"):
+                return                                   # a re-delivered TaskSpec
+            ep["slug"] = spec.get("intent_slug", "")
+            ep["intent"] = spec.get("intent", "")
+            ep["workspace"] = spec.get("options", {}).get("workspace") or ep.get("workspace") \
+                or str(self.s.workspace)
+            for ref in spec.get("referents") or []:
+                if ref.get("kind") in ("file", "folder") and ref.get("status") == "found":
+                    m = X.entity_id(ref["kind"], (ref.get("where") or [ref["text"]])[0])
+                    if m not in ep["mentions"]:
+                        st.track(txn, m, ref["kind"], _name(m), at=now, sentiment=None,
+                                 episode=task, lam=self.s.world_ema_lambda)
+            st.put(txn, "episodes", task, ep)
+            st.put(txn, "goals", f"u-{task}", {
+                "id": f"u-{task}", "type": spec.get("goal_type") or "USER",
+                "description": spec.get("intent", "")[:300], "status": "ACTIVE",
+                "priority": spec.get("priority", 0.5), "trigger": "the user asked",
+                "evidence": [], "action": {}, "created_at": now, "task_id": task,
+                "emotion": spec.get("emotion"), "decided_at": None, "decided_by": "",
+                "reason": "", "link": {}})
+            session = ep.get("session", "")
+            if ep["slug"] and not session.startswith(("schedule:", "goal:")):
+                proposals.append(self._repetition(txn, ep, now))
+        self.store.transact(tx)
+        return [p for p in proposals if p]
+
+    def on_outcome(self, task: str, outcome: dict) -> None:
+        calls = [{k: c.get(k) for k in ("tool", "arguments", "target", "output", "error")}
+                 for c in outcome.get("tool_calls") or []]
+
+        def tx(txn):
+            ep = self.store.get(txn, "episodes", task)
+            if ep is None or ep.get("final"):
+                return
+            for c in calls:
+                c["output"] = (c.get("output") or "")[:4000]
+            ep["calls"] = (ep["calls"] + calls)[-MAX_CALLS_KEPT:]
+            ep["outcomes"] = ep.get("outcomes", 0) + 1
+            self.store.put(txn, "episodes", task, ep)
+        self.store.transact(tx)
+
+    def on_final(self, final: dict) -> dict:
+        """Close the episode: facts from checked evidence, claims for the rest (Law 0)."""
+        task, now = final["task_id"], time.time()
+        summary = {"facts": 0, "claims": 0}
+
+        def tx(txn):
+            st = self.store
+            ep = st.get(txn, "episodes", task)
+            if ep is None or ep.get("final"):
+                return
+            ws = os.path.realpath(ep.get("workspace") or str(self.s.workspace))
+            src = f"task:{task}"
+            goal_text = (ep.get("text") or ep.get("intent") or "")[:160]
+            written: list[str] = []
+            for c in ep.get("calls", []):
+                obs = X.tool_observations(c.get("tool", ""), c.get("arguments") or {},
+                                          c.get("target") or "", c.get("output") or "",
+                                          c.get("error"))
+                written += [p for p in obs.writes if p not in written]
+                for path, key, value in obs.settings:
+                    fid = X.entity_id("file", path)
+                    st.track(txn, fid, "file", _name(fid), at=now, sentiment=None,
+                             episode=task, lam=self.s.world_ema_lambda)
+                    st.assert_fact(txn, fid, key.lower(), value,
+                                   f"{_name(fid)} sets {key} = {value}", valid_at=now,
+                                   status="tool_output", scope=ws,
+                                   episode={"task": task, "at": now, "evidence":
+                                            f"{c.get('tool')} output: {key}: {value}"})
+                    summary["facts"] += 1
+                    if key.lower() == "port":
+                        pid = X.entity_id("port", value)
+                        st.track(txn, pid, "port", value, at=now, sentiment=None, episode=task,
+                                 lam=self.s.world_ema_lambda)
+                        st.edge(txn, fid, "sets", pid, at=now, episode=task)
+                for path in obs.reads:
+                    rid = X.entity_id("file", path)
+                    st.track(txn, rid, "file", _name(rid), at=now, sentiment=None,
+                             episode=task, lam=self.s.world_ema_lambda)
+                    st.edge(txn, src, "read", rid, at=now, episode=task)
+                for folder in obs.folders:
+                    did = X.entity_id("folder", folder)
+                    if os.path.isdir(os.path.join(ws, folder)):
+                        st.track(txn, did, "folder", _name(did), at=now, sentiment=None,
+                                 episode=task, lam=self.s.world_ema_lambda)
+                        st.edge(txn, src, "created", did, at=now, episode=task)
+            for path in written:
+                fid = X.entity_id("file", path)
+                real = os.path.realpath(os.path.join(ws, os.path.expanduser(path)))
+                if os.path.isfile(real):
+                    data = open(real, "rb").read(1 << 20)
+                    digest = hashlib.sha256(data).hexdigest()[:12]
+                    preview = data[:120].decode("utf-8", "replace").replace("\n", " / ")
+                    st.track(txn, fid, "file", _name(fid), at=now, sentiment=None, episode=task,
+                             lam=self.s.world_ema_lambda)
+                    st.edge(txn, src, "wrote", fid, at=now, episode=task)
+                    st.assert_fact(
+                        txn, fid, "content", f"sha256:{digest}",
+                        f"{_name(fid)} exists in the workspace ({len(data)} bytes), written for "
+                        f"'{goal_text}'; it begins: {preview}", valid_at=now, status="checked",
+                        scope=ws,
+                        episode={"task": task, "at": now, "evidence":
+                                 f"checked in {ws}: {len(data)} bytes, sha256 {digest}"})
+                    summary["facts"] += 1
+                else:
+                    st.assert_fact(txn, fid, "content", "reported written",
+                                   f"{_name(fid)} was reported written but is not in the "
+                                   f"workspace", kind="claim", status="not found", valid_at=now,
+                                   scope=ws,
+                                   episode={"task": task, "at": now, "evidence": "checked: absent"})
+                    summary["claims"] += 1
+            answer = (final.get("answer") or "").strip()
+            status = final.get("status") or "unverified"
+            if answer:
+                verified = status == "verified" and final.get("verified", True)
+                st.assert_fact(
+                    txn, src, "answer", answer[:300], f"answer to '{goal_text}': {answer[:300]}",
+                    kind="fact" if verified else "claim", status=status, valid_at=now, scope=ws,
+                    episode={"task": task, "at": now,
+                             "evidence": "; ".join(final.get("checks") or [])[:400]
+                             or (final.get("summary") or "")[:200]})
+                summary["facts" if verified else "claims"] += 1
+                st.track(txn, src, "task", task, at=now, sentiment=None, episode=task,
+                         lam=self.s.world_ema_lambda)
+            ep["final"] = {"status": status, "at": now, "answer": answer[:500],
+                           "summary": (final.get("summary") or "")[:300]}
+            ep["calls"] = ep["calls"][-10:]
+            st.put(txn, "episodes", task, ep)
+            goal = st.get(txn, "goals", f"u-{task}")
+            done = "COMPLETED" if status in ("verified", "unverified") else "FAILED"
+            if goal is not None:
+                goal.update(status=done, ended_at=now, outcome=status)
+                st.put(txn, "goals", goal["id"], goal)
+            for _, g in list(st.scan(txn, "goals")):        # an accepted goal's run ended
+                if g.get("link", {}).get("run_id") == task and g["status"] == "ACTIVE":
+                    g.update(status=done, ended_at=now, outcome=status)
+                    st.put(txn, "goals", g["id"], g)
+        self.store.transact(tx)
+        return summary
+
+    # -- the goal generator (Def. 6) ---------------------------------------------------------------
+    def _propose(self, txn, gid: str, gtype: str, description: str, trigger: str,
+                 evidence: list, action: dict, now: float, *, valence: float = 0.0,
+                 arousal: float = 0.3, deadline: Optional[float] = None) -> dict | None:
+        if self.store.get(txn, "goals", gid) is not None:
+            return None
+        s = self.s
+        goal = {"id": gid, "type": gtype, "description": description[:300], "status": "BLOCKED",
+                "priority": round(W.priority(gtype, now, deadline=deadline, valence=valence,
+                                             arousal=arousal, alpha=s.priority_alpha,
+                                             beta=s.priority_beta, gamma=s.priority_gamma), 4),
+                "trigger": trigger, "evidence": evidence, "action": action, "created_at": now,
+                "deadline": deadline, "decided_at": None, "decided_by": "", "reason": "",
+                "link": {}}
+        self.store.put(txn, "goals", gid, goal)
+        return goal
+
+    def _repetition(self, txn, ep: dict, now: float) -> dict | None:
+        s, st, slug = self.s, self.store, ep["slug"]
+        hist = st.get(txn, "intents", slug) or []
+        if ep["task"] in [h["task"] for h in hist]:
+            return None
+        hist = (hist + [{"at": ep["at"], "task": ep["task"], "text": ep["text"][:300],
+                         "workspace": ep.get("workspace", "")}])[-MAX_INTENT_HISTORY:]
+        st.put(txn, "intents", slug, hist)
+        last = max([g["created_at"] for _, g in st.scan(txn, "goals")
+                    if g.get("action", {}).get("slug") == slug] or [0.0])
+        recent = [h for h in hist if h["at"] > last]
+        if not s.world_on or not W.repetition([h["at"] for h in recent], now,
+                                              s.world_rep_window_s, s.world_rep_threshold):
+            return None
+        times = [h["at"] for h in recent if now - h["at"] <= s.world_rep_window_s]
+        every = W.suggested_every(times)
+        text = recent[-1]["text"]
+        return self._propose(
+            txn, "a-" + stable_id("rep", slug, len(hist))[:10], "AUTO",
+            f"Run '{text[:120]}' every {every}",
+            f"repetition: the same intent ({slug}) {len(times)} times within "
+            f"{s.world_rep_window_s / 3600:g} h (θ_rep {s.world_rep_threshold})",
+            [{"task": h["task"], "at": h["at"], "text": h["text"][:160]} for h in recent[-5:]],
+            {"kind": "schedule", "goal": text, "every": every, "slug": slug,
+             "workspace": recent[-1].get("workspace", "")}, now)
+
+    def _reactive(self, txn, task: str, text: str, emo: W.Emotion, at: float,
+                  workspace: str) -> dict | None:
+        failed = [e for _, e in self.store.scan(txn, "episodes")
+                  if (e.get("final") or {}).get("status") in ("abandoned", "not_possible")]
+        failed.sort(key=lambda e: e["final"]["at"])
+        last = failed[-1] if failed else None
+        if last:
+            goal = (f"Look at what failed in the earlier task '{last['text'][:120]}' "
+                    f"({last['final']['status']}: {last['final']['summary'][:120]}) and report "
+                    f"the cause; change nothing")
+        else:
+            goal = f"Look at what failed, as the user reports: '{text[:160]}'; report the cause; change nothing"
+        evidence = [{"task": task, "at": at, "text": text[:200], "valence": emo.valence,
+                     "arousal": emo.arousal, "label": emo.label, "cues": list(emo.cues)}]
+        if last:
+            evidence.append({"task": last["task"], "at": last["final"]["at"],
+                             "text": last["text"][:160], "outcome": last["final"]["status"]})
+        s = self.s
+        return self._propose(
+            txn, "r-" + stable_id("neg", task)[:10], "REACTIVE", goal,
+            f"negative emotional state: v {emo.valence:+.2f} < −{s.world_neg_valence:g} and "
+            f"a {emo.arousal:.2f} > {s.world_arousal:g} ({emo.label})", evidence,
+            {"kind": "run", "goal": goal, "workspace": workspace}, at,
+            valence=emo.valence, arousal=emo.arousal)
+
+    def check_deadlines(self, now: Optional[float] = None) -> list[dict]:
+        """Time pressure: a stated deadline nearer than θ_urgency proposes a reminder."""
+        now = time.time() if now is None else now
+        out: list[dict] = []
+        if not self.s.world_on:
+            return out
+
+        def tx(txn):
+            for key, d in list(self.store.scan(txn, "deadlines")):
+                if d["fired"] or not W.time_pressure(now, d["deadline"], self.s.world_urgency_s):
+                    continue
+                d["fired"] = True
+                self.store.put(txn, "deadlines", key, d)
+                ep = self.store.get(txn, "episodes", d["task"]) or {}
+                status = (ep.get("final") or {}).get("status", "still running or not started")
+                goal = (f"Report the state of '{d['text'][:140]}' (due {_when(d['deadline'])}); "
+                        f"change nothing")
+                out.append(self._propose(
+                    txn, "t-" + stable_id("deadline", key)[:10], "REACTIVE", goal,
+                    f"time pressure: due {_when(d['deadline'])}, less than "
+                    f"{self.s.world_urgency_s / 60:g} min away (θ_urgency)",
+                    [{"task": d["task"], "text": d["text"][:200], "deadline": d["deadline"],
+                      "task_outcome": status}],
+                    {"kind": "run", "goal": goal, "workspace": ep.get("workspace", "")}, now,
+                    deadline=d["deadline"]))
+        self.store.transact(tx)
+        return [g for g in out if g]
+
+    # -- operator decisions (Law 1) ------------------------------------------------------------
+    def decide(self, ref: str, decision: str, by: str, reason: str) -> dict:
+        def tx(txn):
+            goal = self.store.find_goal(txn, ref)
+            if goal["status"] != "BLOCKED":
+                raise WorldError(f"goal {goal['id']} is {goal['status']}, not a proposal "
+                                 f"waiting for a decision")
+            goal.update(status="PENDING" if decision == "accept" else "REJECTED",
+                        decided_at=time.time(), decided_by=by, reason=reason)
+            self.store.put(txn, "goals", goal["id"], goal)
+            self.store.audit(txn, decision, goal=goal["id"], by=by, reason=reason)
+            return goal
+        return self.store.transact(tx)
+
+    def link(self, ref: str, info: dict) -> dict:
+        def tx(txn):
+            goal = self.store.find_goal(txn, ref)
+            if goal["status"] not in ("PENDING", "ACTIVE"):
+                raise WorldError(f"goal {goal['id']} is {goal['status']}: nothing to link")
+            goal["link"] = {**goal.get("link", {}), **info}
+            goal["status"] = "ACTIVE"
+            self.store.put(txn, "goals", goal["id"], goal)
+            self.store.audit(txn, "link", goal=goal["id"], link=info)
+            return goal
+        return self.store.transact(tx)
+
+    def forget(self, ref: str, by: str, reason: str) -> dict:
+        """Mark an entity (and the facts about it) forgotten: out of every projection and listing,
+        kept in the store, the decision audited."""
+        def tx(txn):
+            st = self.store
+            ent = st.find_entity(txn, ref)
+            now = time.time()
+            mark = {"at": now, "by": by, "reason": reason}
+            ent["forgotten"] = mark
+            st.put(txn, "entities", ent["id"], ent)
+            n = 0
+            for fid, f in list(st.scan(txn, "facts")):
+                if ent["id"] in (f["subject"], f"{f['predicate']}:{f['object']}") \
+                        and not f.get("forgotten"):
+                    f["forgotten"] = mark
+                    st.put(txn, "facts", fid, f)
+                    n += 1
+            st.audit(txn, "forget", entity=ent["id"], by=by, reason=reason, facts=n)
+            return {**ent, "facts_forgotten": n}
+        return self.store.transact(tx)
+
+    # -- queries -----------------------------------------------------------------------------------
+    def entities(self, n: int = 50, now: Optional[float] = None,
+                 include_forgotten: bool = False) -> list[dict]:
+        now = time.time() if now is None else now
+        ents = [self.entity_view(e, now) for e in self.store.all("entities")
+                if include_forgotten or not e.get("forgotten")]
+        ents.sort(key=lambda e: -self.weight(e, now))
+        return ents[:max(1, n)]
+
+    def facts(self, *, at: Optional[float] = None, as_of: Optional[float] = None,
+              claims: bool = False, n: int = 50) -> tuple[list[dict], list[dict]]:
+        """Facts valid at `at` (default now), as known at `as_of` (default now); claims apart."""
+        now = time.time()
+        at = now if at is None else at
+        rows = [f for f in self.store.all("facts") if not f.get("forgotten")]
+        if as_of is not None:
+            rows = [f for f in rows if known_at(f, as_of)]
+        facts = [f for f in rows if f["kind"] == "fact" and valid_at(f, at)]
+        facts.sort(key=lambda f: -f["valid_at"])
+        cl = [f for f in rows if f["kind"] == "claim"] if claims else []
+        cl.sort(key=lambda f: -f["created_at"])
+        return facts[:n], cl[:n]
+
+    def show(self, ref: str) -> dict:
+        now = time.time()
+        with self.store.read() as txn:
+            ent = self.store.find_entity(txn, ref)
+            facts = [f for _, f in self.store.scan(txn, "facts")
+                     if ent["id"] in (f["subject"], f"{f['predicate']}:{f['object']}")]
+            edges = [e for _, e in self.store.scan(txn, "edges")
+                     if ent["id"] in (e["src"], e["dst"])]
+        facts.sort(key=lambda f: f["valid_at"])
+        return {"entity": self.entity_view(ent, now), "facts": facts, "edges": edges}
+
+    def project(self, text: str, now: Optional[float] = None, workspace: str = "") -> dict:
+        """The bounded projection π for a goal (seed 002 §1.5): the few most important related
+        entities and the facts valid now, as prompt text. Files, folders and what tasks found
+        belong to a workspace: only those of the goal's workspace are shown."""
+        now = time.time() if now is None else now
+        s = self.s
+        ws = os.path.realpath(workspace or str(s.workspace))
+        where = {e["task"]: os.path.realpath(e.get("workspace") or str(s.workspace))
+                 for e in self.store.all("episodes")}
+        kws = X.keywords(text)
+        named = {m.id for m in X.mentions(text)}
+        ents = []
+        for e in self.store.all("entities"):
+            if e.get("forgotten"):
+                continue
+            if e["kind"] in ("file", "folder", "task") and e["episodes"] and \
+                    ws not in {where.get(t) for t in e["episodes"]}:
+                continue                                  # another workspace's
+            overlap = len(kws & X.keywords(e["name"].replace("/", " ").replace(".", " ")))
+            related = (1.0 if e["id"] in named else 0.0) + 0.5 * overlap
+            ents.append((related + self.weight(e, now), related, e))
+        ents.sort(key=lambda x: -x[0])
+        chosen = [e for score, rel, e in ents if rel > 0][:s.world_projection_entities]
+        ids = {e["id"] for e in chosen}
+        facts = []
+        for f in self.store.all("facts"):
+            if f["kind"] != "fact" or f.get("forgotten") or not valid_at(f, now) or \
+                    f.get("scope", "") not in ("", ws):
+                continue
+            words = X.keywords(" ".join((f["subject"].replace("/", " ").replace(".", " "),
+                                         f["predicate"], f["object"], f["text"])))
+            score = 0.5 * len(kws & words) + (1.0 if f["subject"] in ids else 0.0) + \
+                W.recency(now, f["valid_at"], FACT_RECENCY_S)
+            facts.append((score, f))
+        facts.sort(key=lambda x: -x[0])
+        facts = [f for _, f in facts[:s.world_projection_facts]]
+        if not facts and not chosen:
+            return {"text": "", "entities": [], "facts": []}
+        lines = ["What artoo knows from earlier sessions (world model: facts checked by code, "
+                 "valid now):"]
+        for f in facts:
+            lines.append(f"- [{_when(f['valid_at'])}] {f['text']}"
+                         + (f" ({f['status'].replace('_', ' ')})" if f["status"] == "user_said"
+                            else ""))
+        if chosen:
+            lines.append("Related: " + ", ".join(
+                f"{e['kind']} {e['name']} ({e['mentions']}× mentioned, last {_when(e['last_mentioned'])})"
+                for e in chosen))
+        text_out = "\n".join(lines)
+        if len(text_out) > s.world_projection_chars:
+            text_out = text_out[:s.world_projection_chars - 1] + "…"
+        return {"text": text_out, "entities": [self.entity_view(e, now) for e in chosen],
+                "facts": facts}
+
+    def goals(self, status: str = "", n: int = 50, include_user: bool = False) -> list[dict]:
+        rows = self.store.all("goals")
+        if not include_user:
+            rows = [g for g in rows if g["type"] != "USER"]
+        if status:
+            rows = [g for g in rows if g["status"].lower() == status.lower()]
+        rows.sort(key=lambda g: (g["status"] != "BLOCKED", -g["created_at"]))
+        return rows[:n]
+
+    def goal(self, ref: str) -> dict:
+        with self.store.read() as txn:
+            return self.store.find_goal(txn, ref)
+
+    def stats(self) -> dict[str, Any]:
+        st = self.store.stats()
+        st["world"] = "on" if self.s.world_on else "off"
+        return st

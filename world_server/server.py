@@ -1,0 +1,167 @@
+"""The `world` process (seed 002): owns `world.lmdb`, observes the bus, answers WorldQuery.
+
+Observed (not consumed; the owners of these messages acknowledge them): UserRequest, TaskSpec,
+SubTaskOutcome, FinalResult — see model.py for what each teaches the world model. A proposal the
+goal generator makes is published as GoalProposed (telemetry) and waits for the operator.
+
+WorldQuery → WorldResult (request/reply), `op`:
+  project   the bounded projection for a goal (`text`): the perceiver puts it in the TaskSpec
+  entities  tracked entities by weight (importance, halved once stale)
+  facts     facts valid `at` (default now), as known `as_of`; `claims` lists claims apart
+  show      one entity: its state, every fact and claim about it (history included), its edges
+  forget    mark an entity and its facts forgotten (kept, audited, out of every projection)
+  goals / goal   the goal table (proposals first) / one goal
+  decide    the operator accepts or rejects a proposal (Law 1): only a BLOCKED one
+  link      what an accepted goal became (a schedule id, a run id)
+  stats     counts
+One process per data dir (an flock on world.lmdb/owner.lock); every change is a synced LMDB
+commit, so it survives kill -9 of the whole tree.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+from protocol.bus import BusClient
+from protocol.messages import GoalProposed, WorldQuery, WorldResult
+from protocol.settings import Settings, load_settings
+
+from .model import WorldModel
+from .store import WorldError, WorldStore
+
+log = logging.getLogger("artoo.world")
+DEADLINE_CHECK_S = 15.0
+_MAX_N = 500
+
+
+class WorldService:
+    def __init__(self, model: WorldModel, client: BusClient | None = None):
+        self.model = model
+        self.client = client
+        self.observed = 0
+        self.queries = 0
+        self.errors = 0
+        self.proposed = 0
+
+    def _guard(self, what: str, fn, *args, count: bool = True) -> None:
+        """An observation must never take the process down; count and log the failure."""
+        self.observed += count
+        try:
+            self._announce(fn(*args) or [])
+        except Exception:
+            self.errors += 1
+            log.exception("world: %s failed", what)
+
+    def _announce(self, goals) -> None:
+        if not isinstance(goals, list):
+            return
+        for g in goals:
+            self.proposed += 1
+            log.info("proposed %s goal %s: %s (%s)", g["type"], g["id"], g["description"],
+                     g["trigger"])
+            if self.client is not None:
+                self.client.publish(GoalProposed(goal_id=g["id"], goal_type=g["type"],
+                                                 description=g["description"],
+                                                 trigger=g["trigger"], priority=g["priority"]))
+
+    # -- observed messages -----------------------------------------------------------------------
+    def on_request(self, env, msg) -> None:
+        self._guard("UserRequest", lambda: self.model.on_request(
+            msg.task_id, msg.text, session=msg.session_id, workspace=msg.options.workspace,
+            at=env.ts))
+
+    def on_spec(self, env, msg) -> None:
+        self._guard("TaskSpec", self.model.on_spec, msg.model_dump())
+
+    def on_outcome(self, env, msg) -> None:
+        self._guard("SubTaskOutcome", self.model.on_outcome, msg.parent_task_id or msg.task_id,
+                    msg.model_dump())
+
+    def on_final(self, env, msg) -> None:
+        self._guard("FinalResult", self.model.on_final, msg.model_dump())
+
+    def tick(self) -> None:
+        self._guard("deadline check", self.model.check_deadlines, count=False)
+
+    # -- queries -----------------------------------------------------------------------------------
+    def on_query(self, env, q: WorldQuery) -> WorldResult:
+        self.queries += 1
+        try:
+            return self.answer(q, env.sender)
+        except (WorldError, ValueError) as exc:
+            return WorldResult(op=q.op, ok=False, error=str(exc))
+        except Exception as exc:
+            self.errors += 1
+            log.exception("world query %s failed", q.op)
+            return WorldResult(op=q.op, ok=False, error=f"{type(exc).__name__}: {exc}")
+
+    def answer(self, q: WorldQuery, sender: str = "") -> WorldResult:
+        m, n = self.model, max(1, min(q.n or 50, _MAX_N))
+        if q.op == "project":
+            if not m.s.world_on:
+                return WorldResult(op=q.op, stats={"world": "off"})
+            p = m.project(q.text, workspace=q.workspace)
+            return WorldResult(op=q.op, text=p["text"], entities=p["entities"], facts=p["facts"])
+        if q.op == "entities":
+            return WorldResult(op=q.op, entities=m.entities(n))
+        if q.op == "facts":
+            facts, claims = m.facts(at=q.at, as_of=q.as_of, claims=q.claims, n=n)
+            return WorldResult(op=q.op, facts=facts, claims=claims)
+        if q.op == "show":
+            d = m.show(q.entity)
+            facts = [f for f in d["facts"] if f["kind"] == "fact"]
+            claims = [f for f in d["facts"] if f["kind"] == "claim"]
+            return WorldResult(op=q.op, entities=[d["entity"]], facts=facts, claims=claims,
+                               edges=d["edges"])
+        if q.op == "forget":
+            return WorldResult(op=q.op, entities=[m.forget(q.entity, sender or "user",
+                                                           q.text or "operator")])
+        if q.op == "goals":
+            return WorldResult(op=q.op, goals=m.goals(q.status, n, include_user=q.claims))
+        if q.op == "goal":
+            return WorldResult(op=q.op, goals=[m.goal(q.id)])
+        if q.op == "decide":
+            if q.decision not in ("accept", "reject"):
+                raise ValueError("decide needs decision accept or reject")
+            return WorldResult(op=q.op, goals=[m.decide(q.id, q.decision, sender or "user",
+                                                        q.text)])
+        if q.op == "link":
+            return WorldResult(op=q.op, goals=[m.link(q.id, q.link)])
+        if q.op == "stats":
+            return WorldResult(op=q.op, stats={**m.stats(), "service": self.info()})
+        raise ValueError(f"unknown world op {q.op!r}")
+
+    def info(self) -> dict:
+        return {"observed": self.observed, "queries": self.queries, "errors": self.errors,
+                "proposed": self.proposed}
+
+    def close(self) -> None:
+        self.model.store.close()
+
+
+def setup(client: BusClient, settings: Settings) -> WorldService:
+    store = WorldStore(settings.world_path, settings.world_map_size)
+    service = WorldService(WorldModel(store, settings), client)
+    client.on("UserRequest", service.on_request)
+    client.on("TaskSpec", service.on_spec)
+    client.on("SubTaskOutcome", service.on_outcome)
+    client.on("FinalResult", service.on_final)
+    client.on("WorldQuery", service.on_query, request=True, threaded=True)
+    client.add_timer(DEADLINE_CHECK_S, service.tick)
+    client.heartbeat_info = service.info
+    return service
+
+
+def main() -> int:
+    from services.runtime.role import run_role
+    settings = load_settings()
+    try:
+        return run_role("world", setup, settings)
+    except WorldError as exc:
+        log.error("world store unavailable: %s", exc)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
