@@ -21,7 +21,7 @@ in place of `bash -c command`. The server is PID 1 of the namespace (`--as-pid-1
 Wire between the client (the effector) and the server, on the server's stdin/stdout: one JSON
 line per command `{"cmd", "timeout", "cwd", "env"}`; frames `kind(1) len(u32be) data` back:
 `r` ready, `o` output bytes, `x` the end `{"code", "timed_out"}`. The client bounds what it keeps
-(tools._Capture) exactly as for a one-shot command.
+(capture.Capture) exactly as for a one-shot command.
 """
 from __future__ import annotations
 

@@ -22,7 +22,6 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Optional
@@ -30,6 +29,7 @@ from typing import Any, Callable, Optional
 from protocol.settings import Settings
 
 from . import law1, mcp, sandbox, sandbox_session
+from .capture import Capture
 
 _PR_SET_PDEATHSIG = 1
 try:
@@ -189,7 +189,7 @@ class Toolbox:
         """The command in the attempt's sandbox; None if that sandbox cannot start (nothing ran:
         the caller runs it in a one-shot sandbox instead)."""
         session = self._session(network, writable)
-        capture = _Capture(self.settings.shell_output_max_chars)
+        capture = Capture(self.settings.shell_output_max_chars)
         try:
             code, timed_out = session.run(command, self.settings.shell_timeout_s, capture.feed)
         except sandbox_session.NotStarted:
@@ -417,7 +417,7 @@ class Toolbox:
         proc = subprocess.Popen(argv, cwd=self.workspace, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=self._env(), process_group=0, close_fds=True, **kwargs)
-        capture = _Capture(self.settings.shell_output_max_chars)
+        capture = Capture(self.settings.shell_output_max_chars)
         reader = threading.Thread(target=capture.drain, args=(proc.stdout,), daemon=True)
         reader.start()
         timed_out = False
@@ -667,53 +667,3 @@ def _walk_files(base: str, glob: Any):
 def _with_pdeathsig(argv: list[str]) -> list[str]:
     """The command killed by the kernel if the thread that started it dies (setpriv)."""
     return [SETPRIV, "--pdeathsig", "KILL", "--", *argv] if SETPRIV else argv
-
-
-class _Capture:
-    """Bounded capture of a stream: the head and a rolling tail (memory stays bounded even when
-    a command prints gigabytes)."""
-
-    def __init__(self, limit_chars: int):
-        self.head_limit = max(1024, limit_chars // 3)
-        self.tail_limit = max(2048, limit_chars - self.head_limit)
-        self.head = bytearray()
-        self.tail: deque[bytes] = deque()
-        self.tail_len = 0
-        self.dropped = 0
-
-    def feed(self, chunk: bytes) -> None:
-        room = self.head_limit - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail.append(chunk)
-            self.tail_len += len(chunk)
-            while self.tail_len - len(self.tail[0]) >= self.tail_limit:
-                self.tail_len -= len(self.tail[0])
-                self.dropped += len(self.tail.popleft())
-
-    def drain(self, stream) -> None:
-        try:
-            while True:
-                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
-                if not chunk:
-                    break
-                self.feed(chunk)
-        except (OSError, ValueError):
-            pass
-        finally:
-            try:
-                stream.close()
-            except OSError:
-                pass
-
-    def text(self) -> str:
-        tail = b"".join(self.tail)
-        if len(tail) > self.tail_limit:
-            self.dropped += len(tail) - self.tail_limit
-            tail = tail[-self.tail_limit:]
-        if not self.dropped:
-            return (bytes(self.head) + tail).decode("utf-8", "replace")
-        return (f"{self.head.decode('utf-8', 'replace')}\n…[{self.dropped} bytes of output "
-                f"omitted]…\n{tail.decode('utf-8', 'replace')}")
