@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -271,6 +272,8 @@ def test_mcp_calls_are_journaled_like_shell_calls(mcp_env):
     class Box:
         workspace = str(mcp_env.workspace)
         ran: list = []
+        sandbox = types.SimpleNamespace(mode="bubblewrap")   # what the tool span records
+        network = False
 
         def rerun_safe(self, tool):
             return tool != "remote.send"

@@ -123,11 +123,16 @@ class Inbound:
                             self.duplicates += 1
                     if not fresh:
                         continue
+                # the handler runs in the message's trace context (only with tracing on)
+                token = tracecontext.enter(env.trace, env.task) if self.tracing else None
                 try:
                     sub.fn(env, body)
                 except Exception:
                     self.handler_errors += 1
                     log.exception("%s: handler for %s failed", self.node, env.type)
+                finally:
+                    if token is not None:
+                        tracecontext.CURRENT.reset(token)
                 continue
             if sub.task and env.task != sub.task:
                 continue
