@@ -221,6 +221,54 @@ def test_agreement_with_the_executors_own_method_is_not_verified(settings, ws):
     assert j.kind == "matched" and not j.outcome.verified
 
 
+def test_own_method_agreement_contradicted_by_the_one_independent_check_is_not_done(settings, ws):
+    """The check repeated the executor's method (no evidence) and the one independent check,
+    in the other form, derived another result: contradicted, so a failed attempt (the last one
+    fails the subtask) — not "done, but not verified". Confirmed instead, it is verified."""
+    require_sandbox(settings, "the second check in another form is a program")
+    goal = "How many ERROR lines are in app.log?"
+    own = "grep -c ERROR app.log"
+    other = "FILE: none\nPYTHON:\nprint(sum(1 for l in open('app.log') if 'INFO' in l) + 1)"
+    av = validator(settings, goal, {"output_file": "", "command": own}, *[other] * 4)
+    j = av.judge(result([run(settings, own)], "2"))
+    assert j.kind == "retry" and "does not agree with an independent check" in \
+        j.correction.what_was_wrong, j
+    j = av.judge(result([run(settings, own)], "2", attempt=2))
+    assert j.kind == "failed" and not j.outcome.verified
+    av = validator(settings, goal, {"output_file": "", "command": own}, COUNT_ERRORS_PY)
+    j = av.judge(result([run(settings, own)], "2"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+
+
+def test_a_check_that_cannot_run_gives_way_to_one_in_the_other_form(settings, ws):
+    """A checking program that crashes is no check: one in the other form stands in for it."""
+    require_sandbox(settings, "the first check is a program")
+    goal = "How many ERROR lines are in app.log?"
+    broken = "FILE: none\nPYTHON:\nprint(undefined_name)"
+    av = validator(settings, goal, broken, {"output_file": "", "command": "grep -c ERROR app.log"})
+    j = av.judge(result([run(settings, "awk '/ERROR/ {n++} END {print n}' app.log")], "2"))
+    assert j.kind == "matched", j
+    assert any("grep -c ERROR app.log" in c for c in j.outcome.checks), j.outcome.checks
+
+
+def test_a_check_command_the_gate_cannot_classify_runs_confined(settings, ws):
+    """A shell loop that only prints is no read-only command to the gate; it runs in the
+    sandbox on a scratch copy, and its output is a derivation like any other."""
+    require_sandbox(settings, "an unclassified check runs in the sandbox")
+    goal = "Write the squares of 1 to 4 into squares.txt, one per line"
+    loop = "for i in 1 2 3 4; do echo $((i*i)); done"
+    av = validator(settings, goal, {"output_file": "squares.txt", "command": loop},
+                   "FILE: squares.txt\nPYTHON:\nprint('\\n'.join(str(i * i) for i in range(1, 5)))")
+    rec = run(settings, "python3 -c 'print(*[i*i for i in range(1, 5)], sep=chr(10))' "
+                        "> squares.txt")
+    j = av.judge(result([rec], "done"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    av = validator(settings, goal, {"output_file": "squares.txt", "command": loop})
+    (settings.workspace / "squares.txt").write_text("1\n4\n9\n15\n")
+    j = av.judge(result([run(settings, "echo 15 >> squares.txt")], "done"))
+    assert j.kind == "retry" and "expects" in j.correction.what_was_wrong
+
+
 def test_changed_input_file_is_reported_not_verified(settings, ws):
     goal = "Copy every ERROR line of app.log into errors.txt"
     av = validator(settings, goal, {"output_file": "errors.txt",
@@ -285,7 +333,9 @@ def test_unusable_check_leaves_the_result_unverified(settings, ws):
     av = validator(settings, goal, {"output_file": "", "command": "rm app.log"})
     j = av.judge(result([run(settings, "grep -c ERROR app.log")], "2"))
     assert j.kind == "matched" and not j.outcome.verified
-    assert any("not read-only" in u for u in j.outcome.unverified)
+    # a check that is not read-only runs confined on a scratch copy; one that changed the
+    # inputs of a question derived nothing, and the real file is untouched
+    assert any("changed files it was to read" in u for u in j.outcome.unverified)
     assert (settings.workspace / "app.log").exists()
 
 
@@ -320,7 +370,11 @@ def test_absence_needs_a_check_that_looked_for_the_missing_thing(settings, ws):
     av = validator(settings, goal, {"output_file": "", "command": "awk -F, '$9==1' cities.csv"})
     j = av.judge(result([run(settings, "grep -w Paris cities.csv")], "Paris is not listed",
                         status="not_possible"))
-    assert j.kind == "matched" and not j.outcome.verified and not j.outcome.not_possible
+    # "nothing found" is a result only when confirmed: unconfirmed, the attempt failed
+    assert j.kind == "retry" and "no independent check confirmed" in j.correction.what_was_wrong
+    j = av.judge(result([run(settings, "grep -w Paris cities.csv")], "Paris is not listed",
+                        status="not_possible", attempt=2))
+    assert j.kind == "failed" and not j.outcome.verified and not j.outcome.not_possible
     # a missing file named by the goal: the check's "No such file" is the evidence
     goal = "How many lines are in report_2023.txt?"
     av = validator(settings, goal, {"output_file": "", "command": "wc -l < report_2023.txt"})

@@ -106,6 +106,22 @@ def test_the_budget_counts_every_request_retries_and_repairs_included(client, ll
     assert llm_server.calls("planner") == 3
 
 
+def test_calls_kept_back_for_the_checks_are_not_the_executors():
+    """The executor leaves the calls it `keep`s to the checkers: with 3 calls and 1 kept, it
+    makes 2 and the checker the third; a budget of one call stays the executor's."""
+    budget = CallBudget(3)
+    budget.take(keep=1)
+    budget.take(keep=1)
+    with pytest.raises(BudgetSpent, match="kept for the independent check"):
+        budget.take(keep=1)
+    budget.take()                      # the checker's call
+    with pytest.raises(BudgetSpent, match="is spent"):
+        budget.take()
+    single = CallBudget(1)
+    single.take(keep=1)
+    assert single.used == 1
+
+
 def test_bounded_retries_then_clear_error(client, llm_server):
     llm_server.add("planner", Http(503), times=10)
     with pytest.raises(LLMError, match="503"):

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from replies_effector import result, shell
+from replies_effector import all_met, check, result, shell
 from replies_pipeline import perception, plan, subtask
 from services.runtime import tasklog
 from test_pipeline_e2e import e2e, new_rid, run_task  # noqa: F401 (the module's daemon fixture)
@@ -62,3 +62,35 @@ def test_the_call_budget_is_a_bound(e2e):
     calls = [ev for ev in tasklog.read(e2e.settings.tasks_dir, rid) if ev["kind"] == "llm_call"]
     assert len(calls) <= 4, [c["role"] for c in calls]
     assert final.status != "verified" and "budget" in final.summary, final.summary
+
+
+def test_the_executor_leaves_the_last_calls_to_the_checks(e2e):
+    """--max-llm-calls 6: perceiver and planner spend 2, the subtask gets 4; the executor,
+    which never answers, may make only 2 of them (one is kept for R4a's opinion, one for the
+    independent check). Its last output is then judged — checked and reported as done — instead
+    of the task ending with an answer nobody checked."""
+    rid = new_rid("reserve")
+    intent = f"count the straws {rid}"
+    hay = f"hay-{rid}.txt"
+    (e2e.settings.workspace / hay).write_text("straw\n" * 3)
+    e2e.router.script.executor(intent, shell(f"grep -c straw {hay}"),
+                               shell(f"grep -c straw ./{hay}"), shell(f"cat {hay}"))
+    e2e.router.script.agentval(intent, all_met("counted", evidence="grep printed 3"))
+    e2e.router.script.verifier(intent, check(f"wc -l < {hay}"))
+    e2e.llm.add("perceiver", perception("count the straws"), task=rid)
+    e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
+    e2e.session.max_llm_calls = 6
+    try:
+        final = run_task(e2e, rid, "count the straws")
+    finally:
+        e2e.session.max_llm_calls = None
+    roles = [ev["role"] for ev in tasklog.read(e2e.settings.tasks_dir, rid)
+             if ev["kind"] == "llm_call"]
+    assert len(roles) <= 6 and roles.count("executor") == 2, " ".join(roles)
+    assert "verifier" in roles, roles
+    log = [(ev["kind"], ev.get("role") or ev.get("what_was_wrong") or ev.get("evidence") or
+            ev.get("tool_output")) for ev in tasklog.read(e2e.settings.tasks_dir, rid)
+           if ev["kind"] in ("llm_call", "tool_call", "criterion_verdict", "correction")]
+    open("/tmp/keeplog.txt", "w").write("\n".join(map(str, log)))
+    assert final.status == "unverified" and final.answer.strip() == "3", (final.summary, log)
+    assert any("wc -l" in c for c in final.checks), final.checks

@@ -114,8 +114,12 @@ def _file_field(file: str) -> str:
 # -- reading a derivation's reply and its failure (used by the verifier) ------------------
 
 def named_in(path: str, goal: str) -> bool:
+    """The goal names `path`, relative or as the tail of a longer (absolute) path."""
     words = set(ev.tokens(goal))
-    return path.lower() in words or path.rsplit("/", 1)[-1].lower() in words
+    path = path.lower()
+    name = path.rsplit("/", 1)[-1]
+    return path in words or name in words or any(
+        w.endswith("/" + path) or w.endswith("/" + name) for w in words)
 
 
 def strip_redirect(command: str, file: str) -> str:

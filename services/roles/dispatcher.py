@@ -328,17 +328,8 @@ class Dispatcher:
             self._offer(plan, st)
 
     def _calls_left(self, plan: TaskPlan) -> int | None:
-        """What is left of the task's LLM call budget (the run's --max-llm-calls, else the
-        setting GGS uses), counted from the task log's llm_call events; None = no bound."""
-        budget = plan.spec.options.max_llm_calls
-        if budget is None:
-            from .ggs import budget_field
-            budget = getattr(self.settings, budget_field(os.environ))
-        if not budget:
-            return None
-        spent = sum(1 for ev in tasklog.read(self.settings.tasks_dir, plan.task_id)
-                    if ev.get("kind") == "llm_call")
-        return max(0, budget - spent)
+        from .ggs import calls_left
+        return calls_left(self.settings, plan.task_id, plan.spec.options.max_llm_calls)
 
     def _prior_outputs(self, plan: TaskPlan) -> str:
         if plan.group_idx == 0:

@@ -271,6 +271,10 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     executor = Executor(subtask, llms["executor"], toolbox, settings, journal=journal)
     verifier = Verifier(subtask, llms["verifier"], settings) if llms.get("verifier") else None
     validator = AgentValidator(subtask, llms["agentval"], settings, verifier=verifier)
+    if llms["executor"] is not None and subtask.llm_calls_left is not None:
+        # the checkers' calls are kept back from the executor: an answer is never left
+        # unchecked because the executor spent the whole budget
+        llms["executor"].budget_keep = int(verifier is not None) + int(not validator.code_only)
     effector = Effector(subtask, settings, client, executor, validator, deadline_at=deadline_at,
                         exit_on_deadline=exit_on_deadline)
     tasklog.set_after_append(transition_publisher(client))    # a Law 1 approval blocks the task

@@ -27,7 +27,7 @@ from services.roles.programs import (PYTHON_PREFIX, names_data_file, python_code
                                      python_command)
 from services.runtime import tasklog, telemetry
 from services.runtime.journal import ToolJournal
-from services.runtime.llm import LLMError
+from services.runtime.llm import BudgetSpent, LLMError
 from services.safety import evidence, mcp, referents
 from services.safety.tools import TOOL_SPECS, Toolbox, head_tail
 
@@ -555,6 +555,13 @@ class Executor:
                 notes.append(f"YOUR LAST REPLY WAS NOT USED: {exc}. Reply with one line: "
                              f"COMMAND: ..., ANSWER: ... or NOT POSSIBLE: ...")
                 continue
+            except BudgetSpent as exc:
+                if calls:
+                    # the budget ends the round with what it has: the last output is judged
+                    # (the independent check has the call kept back for it)
+                    return result("uncertain", calls[-1].output, f"executor stopped: {exc}")
+                message = f"executor LLM error: {exc}"
+                return result("failed", message, message)
             except LLMError as exc:
                 message = f"executor LLM error: {exc}"
                 return result("failed", message, message)

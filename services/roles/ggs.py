@@ -58,6 +58,19 @@ def budget_field(env) -> str:
     return "local_task_llm_calls" if local_model.tier_uses_local("TOOL", env) else "task_llm_calls"
 
 
+def calls_left(settings, task_id: str, max_llm_calls: Optional[int]) -> Optional[int]:
+    """What is left of a task's LLM call budget (the run's --max-llm-calls, else the setting
+    `budget_field` names), counted from the task log's llm_call events; None = no bound."""
+    budget = max_llm_calls
+    if budget is None:
+        budget = getattr(settings, budget_field(os.environ))
+    if not budget:
+        return None
+    spent = sum(1 for ev in tasklog.read(settings.tasks_dir, task_id)
+                if ev.get("kind") == "llm_call")
+    return max(0, budget - spent)
+
+
 class TaskState(BaseModel):
     """Everything GGS knows about a live task; persisted on every change, deleted when it ends."""
     task_id: str

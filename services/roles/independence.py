@@ -22,7 +22,7 @@ def doubts(what: str, check: str, shell: list[str], *, root: str, names: Iterabl
     fields on data that can mislead it, or the same flat listing of a workspace with subfolders
     (only asked while `verified`); both splitting on every comma a CSV with quoted commas."""
     found = []
-    echo = next((c for c in shell if ev.same_method(c, check, names)), None)
+    echo = own_method(check, shell, names)
     if echo is not None:
         found.append(f"{what} agrees only with a check that used the executor's own method "
                      f"(`{echo}`), not an independent one")
@@ -38,6 +38,11 @@ def doubts(what: str, check: str, shell: list[str], *, root: str, names: Iterabl
         found.append(f"{what} and the check both split {quoted[0]} on every comma, but it has "
                      f"quoted fields that contain commas")
     return found
+
+
+def own_method(check: str, shell: list[str], names: Iterable[str]) -> str | None:
+    """The executor's command that `check` repeats (the same method), if any."""
+    return next((c for c in shell if ev.same_method(c, check, names)), None)
 
 
 def _same_reads(what: str, check: str, shell: list[str], root: str) -> list[str]:

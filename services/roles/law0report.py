@@ -24,6 +24,8 @@ class Law0Report:
     disagreement: bool = False          # failed only because the derivation disagreed
     answer_stated: bool = False         # the answer states a value, or the file exists
     doubts: list[str] = field(default_factory=list)        # agreement that was not independent
+    void: bool = False                  # the agreement is no evidence at all: the check used the
+                                        # executor's own method, or the executor saw its output
 
 
 def answer_text(output: Any) -> str:

@@ -31,6 +31,7 @@ from protocol.settings import Settings
 
 from services.runtime import tasklog, telemetry
 from .dispatcher import render_output
+from .ggs import calls_left
 from services.safety.tools import head_tail
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
@@ -124,9 +125,10 @@ def local_merge(outcomes: list[SubTaskOutcome], criteria: list[Criterion]) -> Me
         return None
     o = outcomes[0]
     passed = {v.criterion.strip(): v for v in o.criteria_verdicts if v.verdict == "pass"}
-    if not criteria or any(c.text.strip() not in passed for c in criteria):
+    if any(c.text.strip() not in passed for c in criteria):
         return None
-    summary = (f"verified by code: {passed[criteria[0].text.strip()].evidence}" if o.verified
+    evidence = passed[criteria[0].text.strip()].evidence if criteria else o.answer or ""
+    summary = (f"verified by code: {evidence}" if o.verified
                else "done, but not verified: " + "; ".join(o.unverified or ["no code check"]))
     return MergeVerdict(
         verdict="accept", summary=summary[:600],
@@ -256,7 +258,8 @@ class MetaValidator:
                              criteria=[c.model_dump() for c in m.task_criteria], outcomes={})
                 if m.task_spec is not None:
                     state.update(intent=m.task_spec.intent, intent_slug=m.task_spec.intent_slug,
-                                 deadline_at=m.task_spec.deadline_at)
+                                 deadline_at=m.task_spec.deadline_at,
+                                 max_llm_calls=m.task_spec.options.max_llm_calls)
                     if m.task_spec.created_at:
                         state["started_at"] = min(state["started_at"], m.task_spec.created_at)
                 early = state.pop("early", {})
@@ -333,7 +336,14 @@ class MetaValidator:
                             for o in failed)
             self._replan(state, rnd, outcomes, gap, [o.subtask_id for o in failed], [])
             return
-        verdict = local_merge(outcomes, criteria) if getattr(self.llm, "local", False) else None
+        no_call = calls_left(self.settings, task_id, state.get("max_llm_calls")) == 0
+        verdict = local_merge(outcomes, criteria) \
+            if no_call or getattr(self.llm, "local", False) else None
+        if verdict is None and no_call:
+            # the budget is a bound for the merge too: without a call, only code may accept
+            self._replan(state, rnd, outcomes, "the LLM call budget is spent: no call is left to "
+                         "judge the merged result", [], [])
+            return
         prompt = merge_prompt(intent, criteria, outcomes, self.settings.tool_output_chars * 2)
         try:
             verdict = verdict or self.llm.complete_json(MergeVerdict, SYSTEM_PROMPT, prompt,

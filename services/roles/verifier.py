@@ -64,6 +64,7 @@ class DerivedCheck:
     effects: Optional[dict] = None      # the workspace after the check's command, on a copy
     why_unavailable: str = ""
     program: bool = False               # a PYTHON program (as run), not a shell COMMAND
+    disagreed: bool = False             # it ran, derived something, and did not confirm
 
 
 class Verifier:
@@ -154,8 +155,15 @@ class Verifier:
         return "\n".join(lines)
 
     def derive(self) -> DerivedCheck:
+        """The first derivation; when it cannot run (a broken program, a command that
+        failed), one in the other form stands in for it: a check that crashed is no check."""
         if self.derived is None:
-            self.derived = self.derive_as(None)
+            first = self.derive_as(None)
+            if not first.available and first.command and "budget" not in first.why_unavailable:
+                other = self.derive_as(not first.program)
+                if other.available:
+                    first = other
+            self.derived = first
         return self.derived
 
     def derive_as(self, program: Optional[bool], temperature: Optional[float] = None
@@ -203,8 +211,13 @@ class Verifier:
             toolbox.sandbox.mode == "bubblewrap"
         level = READ_ONLY if check.command.startswith(PYTHON_PREFIX) else \
             classify(check.command, workspace=root, cwd=root).level
-        if check.command.startswith(PYTHON_PREFIX) or (level != READ_ONLY and effects):
-            out = self._run_scratch(check, root, effects=effects)
+        if check.command.startswith(PYTHON_PREFIX) or effects or (
+                level != READ_ONLY and toolbox.sandbox.mode == "bubblewrap"):
+            # a command the gate cannot call read-only (a loop, a write) is confined like a
+            # program: in the sandbox, on a scratch copy nothing else sees
+            pure = level != READ_ONLY and not effects and \
+                not check.command.startswith(PYTHON_PREFIX)
+            out = self._run_scratch(check, root, effects=effects, pure=pure)
         elif level != READ_ONLY:
             check.why_unavailable = (f"no independent check (its command `{check.command}` "
                                      f"is {level}, not read-only)")
@@ -221,10 +234,17 @@ class Verifier:
             # a failed command proves nothing, not even absence (it may have named a wrong file)
             check.why_unavailable = f"no independent check (`{check.command}` failed: {out.error})"
             return check
+        if effects and check.effects is None:
+            # a change goal's check is the copy it changed: one that changed nothing (it only
+            # printed) derived nothing to compare the workspace with
+            check.why_unavailable = (f"no independent check (`{check.command}` changed nothing "
+                                     f"on its copy of the workspace)")
+            return check
         check.available = True
         return check
 
-    def _run_scratch(self, check: DerivedCheck, root: str, *, effects: bool) -> ToolOutput:
+    def _run_scratch(self, check: DerivedCheck, root: str, *, effects: bool,
+                     pure: bool = False) -> ToolOutput:
         """A checking program, or a check's command that changes files, in the sandbox on a
         scratch copy of the before-copy (it cannot reach anything else, and the before-copy
         stays as it was). Told to print the file's content, the small model often writes the
@@ -248,6 +268,16 @@ class Verifier:
                 after = ev.snapshot(scratch)
                 if _state(after) != _state(self.before):
                     check.effects = after
+            elif pure and not out.error:
+                # a check of a question may print, not change: one that deleted or rewrote
+                # inputs derived nothing about them
+                changed = {p for p, v in _state(ev.snapshot(scratch)).items()
+                           if _state(self.before).get(p) != v} | \
+                    (set(self.before) - set(ev.snapshot(scratch)))
+                changed.discard(check.output_file)
+                if changed:
+                    out.error = (f"the check changed files it was to read "
+                                 f"({', '.join(sorted(changed)[:5])})")
             return out
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -370,6 +400,8 @@ class Verifier:
                 what_to_do="make the change the task asks for with a tool call, then show the "
                            "result (cat or ls)", answer=answer)
         if not derived.available:
+            if claims_none:
+                return self._unconfirmed_absence(derived.why_unavailable, checks, answer)
             return Law0Report("unverified", derived.why_unavailable, checks,
                               unverified=[derived.why_unavailable], answer=answer)
         shown = head_tail(derived.output.strip(), 300) or "(nothing)"
@@ -385,11 +417,9 @@ class Verifier:
                         what_to_do="look at the files again and compute the answer with a "
                                    "command", answer=answer)
                 if not self._looks_for_absent(derived.command):
-                    return Law0Report(
-                        "unverified", f"possibly not possible: nothing found, but no check "
-                        f"looked for {', '.join(absent[:3])}", checks,
-                        unverified=[f"that nothing matches was not checked for "
-                                    f"{', '.join(absent[:3])}"], answer=answer)
+                    return self._unconfirmed_absence(
+                        f"nothing found, but no check looked for {', '.join(absent[:3])}",
+                        checks, answer)
                 return Law0Report("not_possible", f"not found: the executor found nothing and an "
                                   f"independent check (`{derived.command}`) printed nothing",
                                   checks, answer=answer)
@@ -430,14 +460,25 @@ class Verifier:
             own = _outputs([r for r in (current or []) if _norm_cmd(r.target) !=
                             _norm_cmd(derived.command)])
             if not own or ev.unsupported_values(answer, own, self.goal):
-                report.kind = "unverified"
-                report.unverified.append("the answer agrees with the independent check only "
-                                         "after the executor was shown its output")
+                _void(report, "the answer agrees with the independent check only after the "
+                              "executor was shown its output")
         if unexpected:
             report.kind = "unverified"
             report.unverified.append(f"files changed that the goal did not ask for: "
                                      f"{', '.join(unexpected[:10])}")
         return report
+
+    def _unconfirmed_absence(self, why: str, checks: list[str], answer: str) -> Law0Report:
+        """"Nothing found" is no value: it is a result only when a check confirms the absence
+        (not_possible); unconfirmed, the attempt failed — never "done"."""
+        return Law0Report(
+            "failed", f"the answer says nothing was found, and that could not be confirmed "
+            f"({why})", checks, answer=answer,
+            what_was_wrong="you found nothing, and no independent check confirmed that nothing "
+                           "matches",
+            what_to_do="search the files' contents (any case, whole workspace) for what the goal "
+                       "names, and answer from what you find; reply NOT POSSIBLE only if a "
+                       "search of the contents prints nothing")
 
     def _confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, *,
                  independent_of: bool = False) -> None:
@@ -462,6 +503,7 @@ class Verifier:
         shell = [r.target for r in records if r.tool == "shell"]
         second = self.derive_as(not first.program)
         doubt = self._confirms(report, records, file, second, shell, independent_of)
+        against = second if doubt and second.disagreed else None
         if doubt:
             # k-of-N: one more sample in the first form, freer; it counts only if it reads the
             # data otherwise than the first check (the same reading repeats the same mistake)
@@ -476,6 +518,20 @@ class Verifier:
             else:
                 again = self._confirms(report, records, file, third, shell, independent_of)
                 doubt = f"{doubt}; {again}" if again else ""
+        if doubt and against is not None and report.void:
+            # the agreement was no evidence and the one independent check contradicts the
+            # result: contradicted is not done
+            shown = head_tail(against.output.strip(), 300)
+            report.kind = "failed"
+            report.disagreement = True
+            report.evidence = (f"the only independent check (`{against.command}`) disagrees "
+                               f"(printed: {shown}); the agreeing check was no evidence "
+                               f"({report.doubts[0]})")
+            report.what_was_wrong = (f"your result does not agree with an independent check: "
+                                     f"`{against.command}` printed: {shown}")
+            report.what_to_do = ("find which is right with another command that reads the "
+                                 "inputs another way, then give the result the goal asks for")
+            return
         if not doubt:
             if independent_of:
                 report.kind = "verified"
@@ -505,6 +561,9 @@ class Verifier:
                 data=[o for _, o in _outputs(records)] + [first.output, check.output]).agree
         report.checks.append(f"second independent check ({form}) `{check.command}` "
                              f"printed: {shown}")
+        # derived something and disagrees: for a change goal, a copy it changed otherwise
+        check.disagreed = not ok and (check.effects is not None if first.effects is not None
+                                      else not ev.is_absence(check.output))
         if not ok:
             return (f"a second independent check in another form (`{check.command}`) does not "
                     f"agree; it printed: {shown}")
@@ -595,8 +654,8 @@ class Verifier:
             report.unverified.append(f"files changed that the goal did not ask for: "
                                      f"{', '.join(unexpected[:10])}")
         if revealed:
-            report.unverified.append(f"{file} matches the independent check only after the "
-                                     f"executor was shown its output")
+            _void(report, f"{file} matches the independent check only after the executor was "
+                          f"shown its output")
         if spaces:
             # which of the two is right about spaces at line ends, code cannot tell
             report.unverified.append(f"{file} matches the independent check only when spaces "
@@ -627,12 +686,12 @@ class Verifier:
                                f"copy), these files are {wrong}",
                 what_to_do="make exactly the change the goal asks for, and nothing else; then "
                            "list the files (ls -R)", answer=answer)
-        report = Law0Report("unverified" if revealed else "verified",
-                            f"the workspace is exactly what an independent check of the goal "
-                            f"made of a copy of it (`{derived.command}`)", checks, answer=answer)
+        report = Law0Report("verified", f"the workspace is exactly what an independent check "
+                            f"of the goal made of a copy of it (`{derived.command}`)", checks,
+                            answer=answer)
         if revealed:
-            report.unverified.append("the workspace matches the independent check only after "
-                                     "the executor was shown what it expects")
+            _void(report, "the workspace matches the independent check only after the executor "
+                          "was shown what it expects")
         self._mark_echo(report, derived, records, "the workspace")
         return report
 
@@ -640,14 +699,25 @@ class Verifier:
                    records: list[ToolCallRecord], what: str) -> None:
         """Agreement that is not independent evidence (`independence.doubts`) leaves the
         result unverified."""
+        shell = [r.target for r in records if r.tool == "shell"]
         doubts = independence.doubts(
-            what, derived.command, [r.target for r in records if r.tool == "shell"],
-            root=self.before_dir or self.workspace, names=self.names, files=self.before,
-            verified=report.kind == "verified")
+            what, derived.command, shell, root=self.before_dir or self.workspace,
+            names=self.names, files=self.before, verified=report.kind == "verified")
         if doubts:
             report.kind = "unverified"
             report.unverified.extend(doubts)
-            report.doubts = list(doubts)
+            report.doubts.extend(doubts)
+            report.void = report.void or \
+                independence.own_method(derived.command, shell, self.names) is not None
+
+
+def _void(report: Law0Report, why: str) -> None:
+    """An agreement that is no evidence: unverified, and only an independent check can decide
+    (`Verifier._confirm`)."""
+    report.kind = "unverified"
+    report.unverified.append(why)
+    report.doubts.append(why)
+    report.void = True
 
 
 def _state(files: dict[str, ev.FileState]) -> dict[str, Any]:

@@ -52,17 +52,23 @@ class BudgetSpent(LLMError):
 class CallBudget:
     """A bound on the LLM calls of one subtask, shared by its executor and its checkers (the
     dispatcher gives each subtask what is left of the task's budget). A call past it is not made:
-    it raises BudgetSpent, and the round ends with what it has."""
+    it raises BudgetSpent, and the round ends with what it has. A client may `keep` calls back
+    for others: the executor leaves the last call to the independent check, so an answer never
+    goes unchecked because the executor spent the whole budget."""
 
     def __init__(self, limit: int):
         self.limit = max(0, int(limit))
         self.used = 0
         self._lock = threading.Lock()
 
-    def take(self) -> None:
+    def take(self, keep: int = 0) -> None:
         with self._lock:
-            if self.used >= self.limit:
-                raise BudgetSpent(f"the task's LLM call budget is spent ({self.used} call(s) "
+            # a budget of one call is the executor's: an answer is worth more than a check
+            reserve = keep if self.limit > keep else 0
+            if self.used >= self.limit - reserve:
+                left = "spent" if self.used >= self.limit else \
+                    f"spent for this role ({reserve} call(s) kept for the independent check)"
+                raise BudgetSpent(f"the task's LLM call budget is {left} ({self.used} call(s) "
                                   f"of this subtask's {self.limit})")
             self.used += 1
 
@@ -72,9 +78,10 @@ class Budgeted:
     through). Every request to the model counts, a retry after a time-out and a JSON repair
     re-ask included: the bound is on model calls made, as the task log records them."""
 
-    def __init__(self, llm, budget: CallBudget):
+    def __init__(self, llm, budget: CallBudget, keep: int = 0):
         object.__setattr__(self, "_llm", llm)
         llm.budget = budget
+        llm.budget_keep = keep
 
     def __getattr__(self, name):
         return getattr(self._llm, name)
@@ -291,6 +298,7 @@ class LLMClient:
         self.bus = bus
         self.on_usage = on_usage
         self.budget: CallBudget | None = None     # set by Budgeted: each request takes one
+        self.budget_keep = 0                      # calls of it this client leaves to others
         self.last_usage = Usage()
         self._sdk = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
                                   timeout=settings.llm_timeout_s, max_retries=0)
@@ -369,7 +377,7 @@ class LLMClient:
         last_error = "unknown error"
         for attempt in range(attempts):
             if self.budget is not None:
-                self.budget.take()      # BudgetSpent: this request is not made
+                self.budget.take(self.budget_keep)    # BudgetSpent: this request is not made
             started = time.monotonic()
             try:
                 resp = self._sdk.chat.completions.create(extra_headers=headers,
