@@ -249,6 +249,11 @@ def test_a_check_that_cannot_run_gives_way_to_one_in_the_other_form(settings, ws
     j = av.judge(result([run(settings, "awk '/ERROR/ {n++} END {print n}' app.log")], "2"))
     assert j.kind == "matched", j
     assert any("grep -c ERROR app.log" in c for c in j.outcome.checks), j.outcome.checks
+    # the second check in the other form crashes: it is asked once more, and then confirms
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   broken, COUNT_ERRORS_PY)
+    j = av.judge(result([run(settings, "awk '/ERROR/ {n++} END {print n}' app.log")], "2"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
 
 
 def test_a_check_command_the_gate_cannot_classify_runs_confined(settings, ws):

@@ -502,6 +502,11 @@ class Verifier:
             return
         shell = [r.target for r in records if r.tool == "shell"]
         second = self.derive_as(not first.program)
+        if not second.available and second.command and "budget" not in second.why_unavailable:
+            # a check that crashed is no check: the other form is asked once more, freer
+            again = self.derive_as(not first.program, temperature=RESAMPLE_TEMPERATURE)
+            if again.available:
+                second = again
         doubt = self._confirms(report, records, file, second, shell, independent_of)
         against = second if doubt and second.disagreed else None
         if doubt:
