@@ -118,6 +118,11 @@ def test_a_second_check_in_another_form_must_agree_too(settings, ws):
         assert any("second independent check in another form" in u and why in u
                    for u in j.outcome.unverified), j.outcome.unverified
         assert j.outcome.answer == "985000"
+    # a disagreeing second check is not outvoted by a third sample that agrees
+    third = {"output_file": "", "command": "awk -F, '/Norway/ {s+=$2} END {print s}' cities.csv"}
+    av = validator(settings, goal, NORWAY_SH, wrong_py, third)
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome
     unconfined = dataclasses.replace(settings, sandbox="off")
     av = validator(unconfined, goal, NORWAY_SH)
     j = av.judge(result([run(settings, SUM)], "985000"))

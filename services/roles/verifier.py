@@ -485,13 +485,15 @@ class Verifier:
         """k-of-N on the checker: one derivation that agrees is one model's opinion, and a
         checker that writes the same program as the executor shares its mistakes. "verified"
         stands only if a second derivation in the other form (shell COMMAND vs PYTHON program)
-        agrees as well. When it does not (it could not run, printed nothing, or disagreed), one
-        more sample in the first form, at a temperature that lets it take another way, may stand
-        in for it — two of three derivations, the executor's result agreeing with both — if it
-        reads the data otherwise than the first check. With `independent_of`, the first check agreed using the executor's own
-        method: then only a confirming derivation of another method than the executor's counts,
-        and it turns the result verified. Otherwise the result is done but unverified, saying
-        what the checks printed."""
+        agrees as well. One that crashed is asked once more. One that could not settle it
+        (printed nothing, or agreed only by the executor's method) gives way to one more sample
+        in the first form, at a temperature that lets it take another way, if it reads the data
+        otherwise than the first check; one that derived something else is a contradiction, and
+        no third sample outvotes it. With `independent_of`, the first check agreed using the
+        executor's own method (or after the executor saw its output): then only a confirming
+        derivation of another method than the executor's counts, and it turns the result
+        verified; a contradicting one fails it (`report.void`). Otherwise the result is done but
+        unverified, saying what the checks printed."""
         first = self.derived
         assert first is not None
         if sandbox.status(self.settings).mode != "bubblewrap":
@@ -509,9 +511,12 @@ class Verifier:
                 second = again
         doubt = self._confirms(report, records, file, second, shell, independent_of)
         against = second if doubt and second.disagreed else None
-        if doubt:
-            # k-of-N: one more sample in the first form, freer; it counts only if it reads the
-            # data otherwise than the first check (the same reading repeats the same mistake)
+        if doubt and against is None:
+            # k-of-N: a second check that could not settle it (it derived nothing, or agreed
+            # only by the executor's method) gives way to one more sample in the first form,
+            # freer; it counts only if it reads the data otherwise than the first check (the
+            # same reading repeats the same mistake). A second check that derived something
+            # else is a contradiction no majority outvotes: "verified" is never a vote.
             third = self.derive_as(first.program, temperature=RESAMPLE_TEMPERATURE)
             same = third.available and (
                 _norm_cmd(third.command) == _norm_cmd(first.command) or independence.doubts(
