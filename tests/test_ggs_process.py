@@ -428,10 +428,22 @@ def test_a_spent_llm_call_budget_ends_the_task_instead_of_a_replan(harness):
                                            options=RunOptions(max_llm_calls=3)))
     # LlmUsage is telemetry; sent by the same client as the ReplanRequest it precedes, so the
     # proxy delivers it first
+    # within: 2 of 3 left, a checked round (an executor call and a check) fits; starved: 1 left,
+    # it does not — a round whose answer could not be checked is not started
+    starved = new_task("starved")
+    now = time.time()
+    h.send_acked(h.perceiver, TaskSpec(task_id=starved, intent_slug="count-files",
+                                       intent="count files", raw_input="count the files",
+                                       created_at=now, deadline_at=now + 120,
+                                       options=RunOptions(max_llm_calls=3)))
+    h.metaval.publish(LlmUsage(task_id=within, role="executor", tier="EXECUTOR"))
     for _ in range(2):
-        h.metaval.publish(LlmUsage(task_id=within, role="executor", tier="EXECUTOR"))
+        h.metaval.publish(LlmUsage(task_id=starved, role="executor", tier="EXECUTOR"))
     for _ in range(3):
         h.metaval.publish(LlmUsage(task_id=spent, role="executor", tier="EXECUTOR"))
+    h.replan(starved, [env_failure(starved, "count", "ls data")])
+    final = h.next_of("FinalResult", starved, 1)
+    assert final.directive == "abandon" and "fewer than a checked round needs" in final.summary
     for task in (within, spent):
         h.replan(task, [env_failure(task, "count", "ls data")])
     assert h.next_of("PlanDirective", within, 1).directive in ("change_path", "refine",

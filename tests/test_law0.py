@@ -385,6 +385,16 @@ def test_absence_needs_a_check_that_looked_for_the_missing_thing(settings, ws):
     j = av.judge(result([run(settings, "grep -w Paris cities.csv")], "Paris is not listed",
                         status="not_possible", attempt=2))
     assert j.kind == "failed" and not j.outcome.verified and not j.outcome.not_possible
+    # a goal word the check used as a path ("find notes/ talks"): its "No such file" is no
+    # evidence of absence — only a file or folder the goal names, and the workspace lacks, is
+    (settings.workspace / "notes").mkdir()
+    (settings.workspace / "notes" / "kickoff.md").write_text("Project Falcon starts in May.\n")
+    goal = "Which of the files under notes/ talks about project falcon?"
+    av = validator(settings, goal, {"output_file": "",
+                                    "command": "find notes/ talks -type f | grep 'project falcon'"})
+    j = av.judge(result([run(settings, "find notes/ -name '*falcon*'")], "nothing found",
+                        status="not_possible"))
+    assert j.kind == "retry" and "no independent check confirmed" in j.correction.what_was_wrong
     # a missing file named by the goal: the check's "No such file" is the evidence
     goal = "How many lines are in report_2023.txt?"
     av = validator(settings, goal, {"output_file": "", "command": "wc -l < report_2023.txt"})

@@ -138,13 +138,15 @@ def test_an_independent_second_check_confirms_what_an_echoing_first_check_could_
     ({"output_file": "", "command": "awk '$1==\"ERROR\"' app.log | wc -l"}, False),  # as check 1
 ])
 def test_a_check_that_could_not_run_is_resampled_once(settings, applog, resample, verified):
-    """The second check in the other form fails to run: one more sample in the first form
-    stands in for it, only if it reads the data otherwise than the first check."""
+    """The second check in the other form fails to run, and again when asked once more: one
+    more sample in the first form stands in for it, only if it reads the data otherwise than
+    the first check."""
     from test_law0 import require_sandbox
     require_sandbox(settings, "the second check in another form is a program")
+    crash = "FILE: none\nPYTHON:\nprint(undefined_name)"
     av = validator(settings, "How many log entries in app.log have the level ERROR?",
                    {"output_file": "", "command": "awk '$1==\"ERROR\"' app.log | wc -l"},
-                   "FILE: none\nPYTHON:\nprint(undefined_name)", resample)
+                   crash, crash, resample)
     j = av.judge(result([run(settings, "python3 -c \"print(sum(1 for l in open('app.log') "
                                        "if l.startswith('ERROR ')))\"")], "2"))
     assert j.kind == "matched" and j.outcome.verified is verified, j.outcome.unverified

@@ -196,11 +196,21 @@ def summarize(records: list[dict]) -> dict:
             "wrong_but_done": sum(1 for r in records if not r["passed"]
                                   and r["status"] == "unverified"),
             "verified_recall": f"{verified_right}/{passed}",
+            # the labels that claim certainty: "verified", and "not possible" (for artoo a
+            # confirmed absence, FinalResult.verified true; for ReAct its own claim) — a wrong
+            # one of either is a false confirmation, a right one a confirmed right answer
+            "false_confirmed": sum(1 for r in records if not r["passed"]
+                                   and r["status"] in CONFIRMED),
+            "confirmed_recall": f"{sum(1 for r in records if r['passed'] and r['status'] in CONFIRMED)}"
+                                f"/{passed}",
             "over_budget": sum(1 for r in records if r.get("llm_budget") and
                                (r.get("task_llm_calls") or 0) > r["llm_budget"]),
             "statuses": statuses, "by_kind": {k: f"{p}/{t}" for k, (p, t) in sorted(by_kind.items())},
             "llm_calls": stat("llm_calls"), "prompt_tokens": stat("prompt_tokens"),
             "completion_tokens": stat("completion_tokens"), "seconds": stat("seconds")}
+
+
+CONFIRMED = ("verified", "not_possible")
 
 
 def fmt_stat(s: dict, digits: int = 1) -> str:
@@ -217,6 +227,9 @@ def print_summary(summary: dict) -> None:
                 f"{s['false_success']}   wrong but done {s['wrong_but_done']}   verified "
                 f"recall {s['verified_recall']}   over budget {s['over_budget']}   statuses "
                 f"{s['statuses']}")
+            log(f"         false confirmations (verified or not possible, wrong) "
+                f"{s.get('false_confirmed', 'n/a')}   confirmed recall "
+                f"{s.get('confirmed_recall', 'n/a')}")
             log(f"         by kind {s['by_kind']}")
             log(f"         LLM calls {fmt_stat(s['llm_calls'])}   prompt tokens "
                 f"{fmt_stat(s['prompt_tokens'], 0)}   completion tokens "

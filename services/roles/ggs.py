@@ -52,6 +52,9 @@ HANDLED_IDS_KEPT = 32          # message ids remembered per task (re-delivery af
 SUGGESTION = "Consider breaking the task into smaller steps or retrying with more specific instructions."
 
 
+ROUND_MIN_CALLS = 2        # a round: one executor call and one independent check
+
+
 def budget_field(env) -> str:
     """The setting that holds a task's default LLM call budget: the bundled model's own when the
     executor tier runs on it (no TOOL_BASE_URL / OPENAI_BASE_URL)."""
@@ -324,9 +327,16 @@ class Solver(Takeovers):
     @staticmethod
     def calls_spent(st: TaskState) -> str:
         """A cost cap, like an agent SDK's max_turns: "used of budget" once the task's calls
-        reached it (no further round: it would re-run the executor and every check)."""
-        spent = bool(st.llm_budget) and st.llm_calls >= st.llm_budget
-        return f"{st.llm_calls} of {st.llm_budget}" if spent else ""
+        reached it (no further round: it would re-run the executor and every check) — or came
+        so close that a further round could not be checked: a round needs an executor call and
+        an independent check (ROUND_MIN_CALLS), and an unchecked answer from a starved round is
+        what a user must not get as "done"."""
+        left = st.llm_budget - st.llm_calls
+        spent = bool(st.llm_budget) and left < min(ROUND_MIN_CALLS, st.llm_budget)
+        if not spent:
+            return ""
+        return f"{st.llm_calls} of {st.llm_budget}" + (
+            f", {left} left, fewer than a checked round needs" if left > 0 else "")
 
     @telemetry.traced("ggs round", task=lambda self, env, msg: msg.task_id)
     def on_replan(self, env, msg: ReplanRequest) -> None:

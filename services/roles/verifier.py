@@ -226,8 +226,7 @@ class Verifier:
             out = toolbox.run("shell", {"command": check.command})
         check.output = "" if ev.is_absence(out.output) else out.output
         check.error = out.error or ""
-        if out.error and self._looks_for_absent(missing_key(out.error) or (
-                check.command if not_found(out.error) else "")):
+        if out.error and self._names_missing(out.error):
             check.output, check.available = "", True    # it named what the workspace lacks
             return check
         if out.law1 or (out.error and not ev.no_match(out.error)):
@@ -571,9 +570,13 @@ class Verifier:
                 data=[o for _, o in _outputs(records)] + [first.output, check.output]).agree
         report.checks.append(f"second independent check ({form}) `{check.command}` "
                              f"printed: {shown}")
-        # derived something and disagrees: for a change goal, a copy it changed otherwise
-        check.disagreed = not ok and (check.effects is not None if first.effects is not None
-                                      else not ev.is_absence(check.output))
+        # derived something of the result's shape and disagrees: for a change goal, a copy it
+        # changed otherwise; for an answer, as many values (a list of ids printed for a count is
+        # a check that went astray, not a contradiction)
+        check.disagreed = not ok and (
+            check.effects is not None if first.effects is not None else
+            not ev.is_absence(check.output) and (bool(file) or len(ev.answer_values(
+                check.output)) == len(ev.answer_values(report.answer))))
         if not ok:
             return (f"a second independent check in another form (`{check.command}`) does not "
                     f"agree; it printed: {shown}")
@@ -588,6 +591,23 @@ class Verifier:
                 return f"the second check agrees, but not independently: {echo[0]}"
         report.evidence += f"; a second check in another form agrees (`{check.command}`)"
         return ""
+
+    def _names_missing(self, error: str) -> bool:
+        """A check that failed on what the goal names and the workspace lacks has found an
+        absence: a key (`KeyError: 'rating'`) that is one of the goal's absent terms, or a path
+        ("No such file") that is a file or folder the goal names and the resolution found
+        missing — not any word of the goal a command happened to use as a path."""
+        key = missing_key(error)
+        if key:
+            return self._looks_for_absent(key)
+        if not not_found(error):
+            return False
+        named = {m.strip("'\"‘’`").rstrip("/").rsplit("/", 1)[-1].lower() for m in re.findall(
+            r"([^\s:]+): (?:No such file|cannot open|does not exist)", error, re.I)}
+        refs = referents.coerce(self.subtask.referents) or \
+            referents.resolve(self.goal, self.before_dir or self.workspace)
+        return any(r.kind in ("file", "folder") and r.status == "missing" and
+                   r.text.rstrip("/").rsplit("/", 1)[-1].lower() in named for r in refs)
 
     def _looks_for_absent(self, command: str) -> bool:
         """The check's command names something the goal names and the workspace lacks."""
