@@ -1,7 +1,7 @@
 """Cross-session benchmark for the world model (seed 002, issue 31): one command.
 
     .venv/bin/python benchmarks/world/run.py [--modes on,off] [--limit N] [--only ID,...]
-        [--timeout S] [--out FILE] [--write-docs]
+        [--timeout S] [--out FILE] [--write-docs] [--root DIR] [--keep]
 
 For each mode (the same build with ARTOO_WORLD=on, then =off), in a fresh ARTOO_HOME of its own:
 every pair gets a fresh workspace and its setup; `artoo up`; each pair's FIRST goal; `artoo down`
@@ -73,7 +73,12 @@ def down(env: dict) -> None:
 def run_mode(mode: str, pairs: list[dict], timeout: float, root: Path) -> list[dict]:
     home = root / f"home-{mode}"
     home.mkdir(parents=True)
-    env = dict(os.environ, ARTOO_HOME=str(home), ARTOO_WORLD=mode, PYTHONPATH=str(REPO))
+    default_ws = root / f"ws-{mode}-default"
+    default_ws.mkdir()
+    # its own home, default workspace and a free metrics port: another daemon on this machine
+    # is never disturbed
+    env = dict(os.environ, ARTOO_HOME=str(home), ARTOO_WORLD=mode, PYTHONPATH=str(REPO),
+               ARTOO_WORKSPACE=str(default_ws), ARTOO_METRICS_PORT="0")
     env.pop("ARTOO_RUN_DIR", None)
     model = Path.home() / ".artoo" / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     if not any(env.get(k) for k in ("OPENAI_BASE_URL", "BRAIN_BASE_URL", "TOOL_BASE_URL",
@@ -129,18 +134,23 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per goal")
     ap.add_argument("--out", default="")
     ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--root", default=os.environ.get("ARTOO_BENCH_ROOT", "/tmp"),
+                    help="where the run's homes and workspaces go (a fresh directory inside)")
+    ap.add_argument("--keep", action="store_true", help="keep the homes and workspaces")
     args = ap.parse_args()
     pairs = [p for p in PAIRS if not args.only or p["id"] in args.only.split(",")]
     pairs = pairs[:args.limit] if args.limit else pairs
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    root = Path(tempfile.mkdtemp(prefix="at-wb-", dir="/tmp"))
+    Path(args.root).mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="at-wb-", dir=args.root))
     results = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "host": platform.node(), "pairs": len(pairs), "modes": {}}
     try:
         for mode in modes:
             results["modes"][mode] = run_mode(mode, pairs, args.timeout, root)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
     log()
     lines = [summary(m, rows) for m, rows in results["modes"].items()]
     for line in lines:
