@@ -190,6 +190,7 @@ class Settings:
     world_projection_entities: int = 5   # entities in a goal's projection at most
     world_projection_facts: int = 8      # facts in a goal's projection at most
     world_projection_chars: int = 1200   # and its text at most this long
+    world_replay_interval_s: float = 30.0  # catch up from the audit log this often (0 = at start)
     priority_alpha: float = 0.5          # p(g,t) = α·p_base + β·u(g,t) + γ·ξ(g,e(t))
     priority_beta: float = 0.3
     priority_gamma: float = 0.2

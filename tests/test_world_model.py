@@ -267,3 +267,28 @@ def test_one_owner_and_reopen(tmp_path):
     assert again.stats()["episodes"] == 100
     again.close()
     assert os.path.exists(path / "owner.lock")
+
+
+def test_every_source_message_counts_once_when_handled_again(world):
+    """What the audit-log replay relies on: a task's messages handled a second time (seen live and
+    read back from the log) change nothing."""
+    (world.ws / "out.txt").write_text("x\n")
+    calls = [{"tool": "write_file", "arguments": {"path": "out.txt"}, "target": "out.txt",
+              "output": "", "error": None}]
+    spec = {"task_id": "t1", "intent_slug": "", "intent": "write out.txt",
+            "raw_input": "write out.txt", "options": {"workspace": str(world.ws)}}
+    final = {"task_id": "t1", "status": "verified", "answer": "done"}
+    snapshots = []
+    for _ in range(2):
+        world.on_request("t1", "write out.txt", workspace=str(world.ws), at=1000.0)
+        world.on_spec(spec)
+        world.on_outcome("t1", {"tool_calls": calls}, key="msg-1")
+        world.on_final(final, at=1001.0)
+        snapshots.append((world.store.all("entities"), world.store.all("facts"),
+                          world.store.one("goals", "u-t1")))
+    first, snapshot = snapshots
+    assert snapshot[0] == first[0] and snapshot[2]["status"] == "COMPLETED"
+    assert [f["id"] for f in snapshot[1]] == [f["id"] for f in first[1]]
+    assert world.store.one("entities", "file:out.txt")["mentions"] == 1
+    ep_ = world.store.one("episodes", "t1")
+    assert ep_["outcome_keys"] == ["msg-1"]

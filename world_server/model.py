@@ -84,7 +84,8 @@ class WorldModel:
             if old is not None:                          # its TaskSpec came first
                 ep.update(slug=old.get("slug", ""), intent=old.get("intent", ""),
                           calls=old.get("calls", []), outcomes=old.get("outcomes", 0),
-                          final=old.get("final"), workspace=workspace or old.get("workspace"))
+                          final=old.get("final"), workspace=workspace or old.get("workspace"),
+                          spec=old.get("spec", False), outcome_keys=old.get("outcome_keys", []))
             st.put(txn, "episodes", task, ep)
             for m in mentions:
                 st.track(txn, m.id, m.kind, m.name, at=at, sentiment=emo.valence, episode=task,
@@ -118,8 +119,9 @@ class WorldModel:
                 "task": task, "text": spec.get("raw_input", "")[:2000], "at": now,
                 "session": "", "workspace": "", "emotion": None, "calls": [], "outcomes": 0,
                 "final": None, "mentions": []}
-            if ep.get("slug"):
-                return                                   # a re-delivered TaskSpec
+            if ep.get("slug") or ep.get("spec"):
+                return                                   # a re-delivered (or replayed) TaskSpec
+            ep["spec"] = True
             ep["slug"] = spec.get("intent_slug", "")
             ep["intent"] = spec.get("intent", "")
             ep["workspace"] = spec.get("options", {}).get("workspace") or ep.get("workspace") \
@@ -144,14 +146,19 @@ class WorldModel:
         self.store.transact(tx)
         return [p for p in proposals if p]
 
-    def on_outcome(self, task: str, outcome: dict) -> None:
+    def on_outcome(self, task: str, outcome: dict, key: str = "") -> None:
+        """A subtask's tool records; `key` (the message id) makes a re-delivered or replayed
+        outcome count once."""
         calls = [{k: c.get(k) for k in ("tool", "arguments", "target", "output", "error")}
                  for c in outcome.get("tool_calls") or []]
+        key = key or f"{outcome.get('subtask_id', '')}:{outcome.get('sequence', '')}:" \
+            f"{outcome.get('plan_round', '')}"
 
         def tx(txn):
             ep = self.store.get(txn, "episodes", task)
-            if ep is None or ep.get("final"):
+            if ep is None or ep.get("final") or key in ep.get("outcome_keys", []):
                 return
+            ep["outcome_keys"] = (ep.get("outcome_keys", []) + [key])[-MAX_CALLS_KEPT:]
             for c in calls:
                 c["output"] = (c.get("output") or "")[:4000]
             ep["calls"] = (ep["calls"] + calls)[-MAX_CALLS_KEPT:]
@@ -159,9 +166,10 @@ class WorldModel:
             self.store.put(txn, "episodes", task, ep)
         self.store.transact(tx)
 
-    def on_final(self, final: dict) -> dict:
-        """Close the episode: facts from checked evidence, claims for the rest (Law 0)."""
-        task, now = final["task_id"], time.time()
+    def on_final(self, final: dict, at: Optional[float] = None) -> dict:
+        """Close the episode: facts from checked evidence, claims for the rest (Law 0). `at` is
+        when the task ended (the message's time, so a replayed one dates its facts right)."""
+        task, now = final["task_id"], (time.time() if at is None else at)
         summary = {"facts": 0, "claims": 0}
 
         def tx(txn):
