@@ -191,6 +191,9 @@ class Settings:
     world_projection_facts: int = 8      # facts in a goal's projection at most
     world_projection_chars: int = 1200   # and its text at most this long
     world_replay_interval_s: float = 30.0  # catch up from the audit log this often (0 = at start)
+    world_fail_threshold: int = 3        # θ_fail: a schedule's last N runs failed → SYSTEM goal
+    world_storage_max_bytes: int = 5 << 30   # ARTOO_HOME above this → SYSTEM goal (0 = never)
+    world_system_check_s: float = 600.0  # how often the storage bound is checked (0 = never)
     priority_alpha: float = 0.5          # p(g,t) = α·p_base + β·u(g,t) + γ·ξ(g,e(t))
     priority_beta: float = 0.3
     priority_gamma: float = 0.2

@@ -65,12 +65,12 @@ class World:
             time.sleep(0.05)
 
     def task(self, task: str, text: str, calls: list[ToolCallRecord], status="verified",
-             answer="") -> None:
+             answer="", session="") -> None:
         ws = str(self.settings.workspace)
         # one sender after the other, each seen before the next (in a real task each message is
         # caused by the one before; four test clients would race)
         for client, msg in (
-                (self.user, UserRequest(task_id=task, text=text,
+                (self.user, UserRequest(task_id=task, text=text, session_id=session,
                                         options=RunOptions(workspace=ws))),
                 (self.perceiver, TaskSpec(task_id=task, intent_slug="s-" + task, intent=text,
                                           raw_input=text, options=RunOptions(workspace=ws))),
@@ -218,3 +218,40 @@ def test_catches_up_from_the_audit_log_on_what_it_missed_while_down(tapped, sett
     stats = world.until(lambda s: s["service"].get("replay_passes", 0) >= 1, "a replay pass")
     assert stats["service"]["replayed"] == 0 and stats["service"]["replay_seq"] >= seq
     assert world.query(op="show", entity="file:missed.txt").entities[0]["mentions"] == 1
+
+
+def test_a_failing_schedule_proposes_a_system_goal_and_accepting_it_pauses_the_schedule(
+        world, settings):
+    """SYSTEM goals (seed 002 Def. 4–6) from the runtime's own state, behind Law 1: three failed
+    runs of a schedule in a row propose to pause it; nothing changes until `artoo goals accept`."""
+    import json
+
+    from click.testing import CliRunner
+
+    from services.cli import main
+    from services.runtime import schedules
+
+    def cli(*args):
+        out = CliRunner().invoke(main, list(args), catch_exceptions=False)
+        assert out.exit_code == 0, out.output
+        return out.output
+
+    world.start()
+    sched = schedules.new_schedule("check the backups", every="1h",
+                                   workspace=str(settings.workspace))
+    with schedules.ScheduleStore(settings.schedules_file).edit() as data:
+        data["schedules"].append(sched)
+    sid = sched["id"]
+    for i in range(3):
+        world.task(f"f{i}", "check the backups", [], status="abandoned",
+                   session=f"schedule:{sid}")
+    [goal] = json.loads(cli("goals", "ls", "--json"))
+    assert (goal["type"], goal["status"]) == ("SYSTEM", "BLOCKED")
+    assert goal["action"] == {"kind": "pause_schedule", "schedule_id": sid}
+    assert not schedules.ScheduleStore(settings.schedules_file).read()["schedules"][0].get("paused")
+
+    assert "paused" in cli("goals", "accept", goal["id"])
+    [after] = schedules.ScheduleStore(settings.schedules_file).read()["schedules"]
+    assert after["paused"] is True
+    shown = json.loads(cli("goals", "show", goal["id"]))
+    assert shown["status"] == "COMPLETED" and shown["link"] == {"schedule_id": sid}

@@ -11,7 +11,9 @@ Sources, in the order a task sends them:
   only when code finds it in the task's workspace (its size and digest are the evidence); a
   setting read by a successful call is a fact of that file; the answer is a fact only when the
   FinalResult is verified, otherwise a claim with its status, never shown as a fact.
-Proposals (AUTO, REACTIVE) never run by themselves: they wait in the goals table, BLOCKED on the
+SYSTEM goals come from the runtime's own state, observed by code: a schedule whose last runs all
+failed (→ pause it), ARTOO_HOME grown past a bound (→ a report of what takes the room).
+Proposals (AUTO, SYSTEM, REACTIVE) never run by themselves: they wait in the goals table, BLOCKED on the
 operator (Law 1), until `artoo goals accept` (→ PENDING/ACTIVE) or `reject` (→ REJECTED).
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ import logging
 import os
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Optional
 
 from protocol.settings import Settings
@@ -30,12 +33,38 @@ from services.runtime import worldfacts as X
 from .store import MAX_INTENT_HISTORY, WorldError, WorldStore, known_at, stable_id, valid_at
 
 log = logging.getLogger("artoo.world")
+FAILED = ("abandoned", "not_possible")     # a run's outcomes that count as a failure
 FACT_RECENCY_S = 86400.0       # a fact's recency bonus in the projection decays over a day
 MAX_CALLS_KEPT = 60            # tool records kept per open episode
 
 
 def _when(ts: Optional[float]) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def du(path: Path) -> int:
+    """Bytes under `path` (files' sizes; links not followed; unreadable parts skipped)."""
+    try:
+        if not path.is_dir() or path.is_symlink():
+            return path.lstat().st_size
+    except OSError:
+        return 0
+    total = 0
+    for root, _dirs, files in os.walk(path, onerror=lambda e: None):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return total
 
 
 def _name(eid: str) -> str:
@@ -170,7 +199,7 @@ class WorldModel:
         """Close the episode: facts from checked evidence, claims for the rest (Law 0). `at` is
         when the task ended (the message's time, so a replayed one dates its facts right)."""
         task, now = final["task_id"], (time.time() if at is None else at)
-        summary = {"facts": 0, "claims": 0}
+        summary: dict[str, Any] = {"facts": 0, "claims": 0, "proposed": []}
 
         def tx(txn):
             st = self.store
@@ -263,7 +292,10 @@ class WorldModel:
                 if g.get("link", {}).get("run_id") == task and g["status"] == "ACTIVE":
                     g.update(status=done, ended_at=now, outcome=status)
                     st.put(txn, "goals", g["id"], g)
+            if self.s.world_on and (ep.get("session") or "").startswith("schedule:"):
+                summary["proposed"].append(self._failing_schedule(txn, ep, now))
         self.store.transact(tx)
+        summary["proposed"] = [g for g in summary["proposed"] if g]
         return summary
 
     # -- the goal generator (Def. 6) ---------------------------------------------------------------
@@ -334,6 +366,69 @@ class WorldModel:
             {"kind": "run", "goal": goal, "workspace": workspace}, at,
             valence=emo.valence, arousal=emo.arousal)
 
+    # -- SYSTEM goals: the runtime's own upkeep, observed by code ---------------------------------
+    def _failing_schedule(self, txn, ep: dict, now: float) -> dict | None:
+        """The last θ_fail runs of a schedule all failed (abandoned / not possible) → propose to
+        pause it. One proposal per streak of failures: a success starts a new streak."""
+        s, session = self.s, ep["session"]
+        sid = session.split(":", 1)[1]
+        runs = sorted((e for _, e in self.store.scan(txn, "episodes")
+                       if e.get("session") == session and e.get("final")),
+                      key=lambda e: e["final"]["at"])
+        streak: list[dict] = []
+        for e in reversed(runs):
+            if e["final"]["status"] not in FAILED:
+                break
+            streak.insert(0, e)
+        if s.world_fail_threshold <= 0 or len(streak) < s.world_fail_threshold:
+            return None
+        text = streak[-1]["text"][:120]
+        return self._propose(
+            txn, "s-" + stable_id("schedule-failing", sid, streak[0]["task"])[:10], "SYSTEM",
+            f"Pause schedule {sid}: its last {len(streak)} runs of '{text}' failed",
+            f"repeated failure: {len(streak)} runs of schedule {sid} in a row ended "
+            f"{'/'.join(sorted({e['final']['status'] for e in streak}))} "
+            f"(θ_fail {s.world_fail_threshold})",
+            [{"task": e["task"], "at": e["final"]["at"], "outcome": e["final"]["status"],
+              "summary": e["final"].get("summary", "")[:160]} for e in streak[-5:]],
+            {"kind": "pause_schedule", "schedule_id": sid}, now)
+
+    def check_storage(self, now: Optional[float] = None) -> list[dict]:
+        """ARTOO_HOME (audit log, task logs, stores, logs) past `world_storage_max_bytes` → a
+        SYSTEM proposal naming the largest parts. Again only once it has grown by half since the
+        last such proposal, and never while one still waits for the operator."""
+        now = time.time() if now is None else now
+        bound = self.s.world_storage_max_bytes
+        if not self.s.world_on or bound <= 0:
+            return []
+        parts = {p.name: du(p) for p in sorted(Path(self.s.home).iterdir())
+                 if not p.is_symlink()} if Path(self.s.home).is_dir() else {}
+        total = sum(parts.values())
+        if total <= bound:
+            return []
+        out: list[dict] = []
+
+        def tx(txn):
+            prior = [g for _, g in self.store.scan(txn, "goals")
+                     if g.get("action", {}).get("kind") == "storage"]
+            if any(g["status"] == "BLOCKED" for g in prior):
+                return
+            last = max((g["action"].get("total", 0) for g in prior), default=0)
+            if last and total < 1.5 * last:
+                return
+            top = sorted(parts.items(), key=lambda kv: -kv[1])[:5]
+            out.append(self._propose(
+                txn, "s-" + stable_id("storage", total, now)[:10], "SYSTEM",
+                f"Reduce artoo's data in {self.s.home}: {_size(total)}, above the bound "
+                f"{_size(bound)} (largest: " + ", ".join(f"{k} {_size(v)}" for k, v in top[:3])
+                + ")",
+                f"storage: {_size(total)} > world_storage_max_bytes {_size(bound)}",
+                [{"part": k, "bytes": v} for k, v in top],
+                {"kind": "storage", "total": total, "bound": bound, "home": str(self.s.home),
+                 "parts": dict(top)}, now))
+        self.store.transact(tx)
+        return [g for g in out if g]
+
     def check_deadlines(self, now: Optional[float] = None) -> list[dict]:
         """Time pressure: a stated deadline nearer than θ_urgency proposes a reminder."""
         now = time.time() if now is None else now
@@ -381,10 +476,14 @@ class WorldModel:
             goal = self.store.find_goal(txn, ref)
             if goal["status"] not in ("PENDING", "ACTIVE"):
                 raise WorldError(f"goal {goal['id']} is {goal['status']}: nothing to link")
-            goal["link"] = {**goal.get("link", {}), **info}
-            goal["status"] = "ACTIVE"
+            what = dict(info)
+            done = bool(what.pop("done", False))     # an action done at once (pause, report)
+            goal["link"] = {**goal.get("link", {}), **what}
+            goal["status"] = "COMPLETED" if done else "ACTIVE"
+            if done:
+                goal["ended_at"] = time.time()
             self.store.put(txn, "goals", goal["id"], goal)
-            self.store.audit(txn, "link", goal=goal["id"], link=info)
+            self.store.audit(txn, "link", goal=goal["id"], link=what)
             return goal
         return self.store.transact(tx)
 

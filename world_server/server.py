@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 
 from protocol.bus import BusClient
@@ -48,6 +49,7 @@ class WorldService:
         self.errors = 0
         self.proposed = 0
         self.replayer: Replayer | None = None
+        self._system_busy = threading.Lock()
 
     def _guard(self, what: str, fn, *args, count: bool = True) -> None:
         """An observation must never take the process down; count and log the failure."""
@@ -59,6 +61,8 @@ class WorldService:
             log.exception("world: %s failed", what)
 
     def _announce(self, goals) -> None:
+        if isinstance(goals, dict):              # on_final's summary carries its proposals
+            goals = goals.get("proposed") or []
         if not isinstance(goals, list):
             return
         for g in goals:
@@ -95,6 +99,17 @@ class WorldService:
 
     def tick(self) -> None:
         self._guard("deadline check", self.model.check_deadlines, count=False)
+
+    def system_tick(self) -> None:
+        """The storage check walks ARTOO_HOME: on a thread of its own, never two at once, so the
+        bus loop (heartbeats, observations) is never held up by a large audit log."""
+        if self._system_busy.acquire(blocking=False):
+            def run():
+                try:
+                    self._guard("storage check", self.model.check_storage, count=False)
+                finally:
+                    self._system_busy.release()
+            threading.Thread(target=run, name="world-system", daemon=True).start()
 
     # -- queries -----------------------------------------------------------------------------------
     def on_query(self, env, q: WorldQuery) -> WorldResult:
@@ -169,6 +184,8 @@ def setup(client: BusClient, settings: Settings) -> WorldService:
     service.replayer = Replayer(service, settings.audit_dir / "log",
                                 settings.world_replay_interval_s)
     client.add_timer(REPLAY_TICK_S, service.replayer.due)
+    if settings.world_system_check_s > 0:
+        client.add_timer(settings.world_system_check_s, service.system_tick)
     client.heartbeat_info = service.info
     return service
 

@@ -243,7 +243,8 @@ def goals_reject(goal_id: str, reason: str) -> None:
 @click.option("--detach", is_flag=True, help="a run: start it and do not follow it")
 @click.option("--reason", default="", help="recorded with the decision")
 def goals_accept(goal_id: str, every: str | None, yes: bool, detach: bool, reason: str) -> None:
-    """Accept a proposal: a schedule proposal becomes a schedule, a reactive one a run."""
+    """Accept a proposal: a schedule proposal becomes a schedule, a reactive one a run, a SYSTEM
+    one its upkeep (pause the failing schedule; the storage report)."""
     settings = load_settings()
     if every:
         try:
@@ -264,6 +265,22 @@ def goals_accept(goal_id: str, every: str | None, yes: bool, detach: bool, reaso
         ask(WorldQuery(op="link", id=g["id"], link={"schedule_id": sched["id"]}))
         click.echo(f"goal {g['id']} accepted: schedule {sched['id']} "
                    f"({schedules.describe(sched)}): {action['goal']}")
+        return
+    if action.get("kind") == "pause_schedule":              # SYSTEM: a failing schedule
+        from .schedule import change
+        sched = change(action["schedule_id"], "pause")
+        ask(WorldQuery(op="link", id=g["id"], link={"schedule_id": sched["id"], "done": True}))
+        click.echo(f"goal {g['id']} accepted: schedule {sched['id']} paused "
+                   f"(`artoo schedule resume {sched['id']}` undoes it)")
+        return
+    if action.get("kind") == "storage":                     # SYSTEM: a report, nothing deleted
+        ask(WorldQuery(op="link", id=g["id"], link={"reported": True, "done": True}))
+        click.echo(f"goal {g['id']} accepted: {action.get('home')} holds "
+                   f"{action.get('total', 0) / 2**20:.0f} MiB; largest parts:")
+        for name, size in (action.get("parts") or {}).items():
+            click.echo(f"  {name:<24} {size / 2**20:10.1f} MiB")
+        click.echo("artoo deletes nothing by itself: archive or remove what you no longer need "
+                   "(stop it first: artoo down; `artoo tap verify` before archiving audit/)")
         return
     from .run import RunSession, _use_workspace, exit_code
     session = RunSession(settings, console, yes=yes)
