@@ -164,19 +164,28 @@ def tapped(settings, bus_clients):
 
 
 def _publish_task(world: World, task: str, text: str, calls, answer: str) -> None:
-    """A task's four messages with no world process to wait on (it is down)."""
+    """A task's four messages with no world process to wait on (it is down): each one in the
+    audit log before the next is sent, as in a real task, where each is caused by the one before
+    (four test clients would otherwise race through the proxy)."""
+    from audit_support import logged_envelopes, wait_until
     ws = str(world.settings.workspace)
-    world.user.publish(UserRequest(task_id=task, text=text, options=RunOptions(workspace=ws)))
-    world.perceiver.publish(TaskSpec(task_id=task, intent_slug="s-" + task, intent=text,
-                                     raw_input=text, options=RunOptions(workspace=ws)))
-    world.agentval.publish(SubTaskOutcome(task_id=task, subtask_id="st1", parent_task_id=task,
-                                          status="matched", tool_calls=calls))
-    world.ggs.publish(FinalResult(task_id=task, directive="accept", summary="done",
-                                  status="verified", verified=True, answer=answer))
+    for client, msg in (
+            (world.user, UserRequest(task_id=task, text=text, options=RunOptions(workspace=ws))),
+            (world.perceiver, TaskSpec(task_id=task, intent_slug="s-" + task, intent=text,
+                                       raw_input=text, options=RunOptions(workspace=ws))),
+            (world.agentval, SubTaskOutcome(task_id=task, subtask_id="st1", parent_task_id=task,
+                                            status="matched", tool_calls=calls)),
+            (world.ggs, FinalResult(task_id=task, directive="accept", summary="done",
+                                    status="verified", verified=True, answer=answer))):
+        client.publish(msg)
+        kind = type(msg).__name__
+        wait_until(lambda: any(e.get("type") == kind and e.get("task") == task
+                               for e in logged_envelopes(world.settings)), WAIT,
+                   f"{kind} of {task} in the audit log")
 
 
 def test_catches_up_from_the_audit_log_on_what_it_missed_while_down(tapped, settings):
-    from audit_support import logged_envelopes, wait_until
+    from audit_support import logged_envelopes
     world = tapped
     proc = world.start()
     (settings.workspace / "first.md").write_text("one\n")
@@ -194,8 +203,6 @@ def test_catches_up_from_the_audit_log_on_what_it_missed_while_down(tapped, sett
         ToolCallRecord(tool="write_file", arguments={"path": "missed.txt"}, target="missed.txt"),
         ToolCallRecord(tool="read_file", arguments={"path": "svc.yaml"}, target="svc.yaml",
                        output="port: 9123\n")], answer="the port is 9123")
-    wait_until(lambda: any(e.get("type") == "FinalResult" and e.get("task") == "t2"
-                           for e in logged_envelopes(settings)), WAIT, "t2 in the audit log")
 
     world.start()
     world.until(lambda s: s.get("episodes", 0) >= 2 and s["service"].get("replayed", 0) >= 4,
