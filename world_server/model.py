@@ -29,6 +29,7 @@ from typing import Any, Optional
 from protocol.settings import Settings
 from services.runtime import world as W
 from services.runtime import worldfacts as X
+from services.runtime.disk import tree_size
 
 from .store import MAX_INTENT_HISTORY, WorldError, WorldStore, known_at, stable_id, valid_at
 
@@ -48,23 +49,6 @@ def _size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
-
-
-def du(path: Path) -> int:
-    """Bytes under `path` (files' sizes; links not followed; unreadable parts skipped)."""
-    try:
-        if not path.is_dir() or path.is_symlink():
-            return path.lstat().st_size
-    except OSError:
-        return 0
-    total = 0
-    for root, _dirs, files in os.walk(path, onerror=lambda e: None):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_size
-            except OSError:
-                pass
-    return total
 
 
 def _name(eid: str) -> str:
@@ -401,7 +385,7 @@ class WorldModel:
         bound = self.s.world_storage_max_bytes
         if not self.s.world_on or bound <= 0:
             return []
-        parts = {p.name: du(p) for p in sorted(Path(self.s.home).iterdir())
+        parts = {p.name: tree_size(p) for p in sorted(Path(self.s.home).iterdir())
                  if not p.is_symlink()} if Path(self.s.home).is_dir() else {}
         total = sum(parts.values())
         if total <= bound:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-import time
 
 from protocol.bus import BusClient
 from protocol.messages import GoalProposed, WorldQuery, WorldResult
