@@ -186,7 +186,7 @@ class Settings:
     world_neg_valence: float = 0.5       # θ_v: v < −θ_v ...
     world_arousal: float = 0.5           # θ_a: ... and a > θ_a proposes a reactive goal
     world_urgency_s: float = 3600.0      # θ_urgency: a stated deadline nearer than this
-    world_query_timeout_s: float = 1.5   # the perceiver waits this long for the projection
+    world_query_timeout_s: float = 5.0   # the perceiver waits this long for the projection
     world_projection_entities: int = 5   # entities in a goal's projection at most
     world_projection_facts: int = 8      # facts in a goal's projection at most
     world_projection_chars: int = 1200   # and its text at most this long

@@ -532,8 +532,14 @@ class WorldModel:
         belong to a workspace: only those of the goal's workspace are shown."""
         now = time.time() if now is None else now
         s = self.s
-        ws = os.path.realpath(workspace or str(s.workspace))
-        where = {e["task"]: os.path.realpath(e.get("workspace") or str(s.workspace))
+        real: dict[str, str] = {}                 # one realpath per distinct workspace
+
+        def resolve(path: str) -> str:
+            if path not in real:
+                real[path] = os.path.realpath(path)
+            return real[path]
+        ws = resolve(workspace or str(s.workspace))
+        where = {e["task"]: resolve(e.get("workspace") or str(s.workspace))
                  for e in self.store.all("episodes")}
         kws = X.keywords(text)
         named = {m.id for m in X.mentions(text)}
