@@ -194,6 +194,7 @@ class Settings:
     world_fail_threshold: int = 3        # θ_fail: a schedule's last N runs failed → SYSTEM goal
     world_storage_max_bytes: int = 5 << 30   # ARTOO_HOME above this → SYSTEM goal (0 = never)
     world_system_check_s: float = 600.0  # how often the storage bound is checked (0 = never)
+    world_extract_per_hour: int = 0      # model calls reading facts from answers (0 = never)
     priority_alpha: float = 0.5          # p(g,t) = α·p_base + β·u(g,t) + γ·ξ(g,e(t))
     priority_beta: float = 0.3
     priority_gamma: float = 0.2

@@ -36,8 +36,8 @@ class World:
         self.agentval = bus_clients("agentval")
         self.ggs = bus_clients("ggs")
 
-    def start(self) -> subprocess.Popen:
-        proc = start_process(["-m", "world_server.server"], {}, "world")
+    def start(self, env: dict | None = None) -> subprocess.Popen:
+        proc = start_process(["-m", "world_server.server"], env or {}, "world")
         self.procs.append(proc)
         with self.cond:
             ok = self.cond.wait_for(lambda: proc.pid in self.pids or proc.poll() is not None, WAIT)
@@ -262,3 +262,52 @@ def test_a_failing_schedule_proposes_a_system_goal_and_accepting_it_pauses_the_s
     assert after["paused"] is True
     shown = json.loads(cli("goals", "show", goal["id"]))
     assert shown["status"] == "COMPLETED" and shown["link"] == {"schedule_id": sid}
+
+
+def test_a_model_reads_facts_from_answers_off_the_task_path_bounded_and_under_law0(world):
+    """Where code cannot (free text in an answer): a model call after the FinalResult, on the
+    world's own thread (the episode is closed and its code facts are there while the call is still
+    pending), at most world_extract_per_hour calls; a value becomes a fact only when a tool output
+    shows it verbatim, otherwise a claim."""
+    from scripted_llm import ScriptedLLM
+    gate = threading.Event()
+    reply = {"facts": [{"subject": "deploy target", "predicate": "host", "value": "build7.internal"},
+                       {"subject": "release", "predicate": "name", "value": "falcon"}]}
+
+    def responder(req):
+        gate.wait(WAIT)                  # held until the test has looked at the world meanwhile
+        return reply
+
+    with ScriptedLLM() as llm:
+        llm.on("world", responder)
+        world.start({**llm.env(), "ARTOO_WORLD_EXTRACT_PER_HOUR": "2"})
+        dump = ToolCallRecord(tool="shell", arguments={"command": "ssh-config-dump"},
+                              target="ssh-config-dump",
+                              output="Host build7 HostName build7.internal User ci\n")
+        world.task("e1", "where do we deploy?", [dump],
+                   answer="The deploy target is build7.internal; the release is called falcon.")
+        deadline = time.monotonic() + WAIT
+        while llm.calls("world") < 1:    # the call is made, and held
+            assert time.monotonic() < deadline, "no model call for the answer"
+            time.sleep(0.05)
+        facts = world.query(op="facts", claims=True)
+        assert any(f["subject"] == "task:e1" for f in facts.facts)      # code's, already there
+        assert not [f for f in facts.facts + facts.claims if f["status"] == "model_extracted"]
+        gate.set()
+        stats = world.until(lambda s: s["service"].get("extract_facts", 0) >= 1, "extraction")
+        assert stats["service"]["extract_claims"] == 1 and stats["service"]["errors"] == 0
+        res = world.query(op="facts", claims=True)
+        [fact] = [f for f in res.facts if f["status"] == "model_extracted"]
+        assert (fact["subject"], fact["predicate"], fact["object"]) == \
+            ("concept:deploy target", "host", "build7.internal")
+        assert "shell output contains" in fact["episodes"][0]["evidence"]
+        [claim] = [f for f in res.claims if f["status"] == "model_extracted"]
+        assert claim["object"] == "falcon"                 # in no tool output: a claim (Law 0)
+        assert "falcon" not in world.query(op="project", text="the release falcon").text
+
+        for t in ("e2", "e3"):                             # the bound: 2 calls an hour
+            world.task(t, "what is the release called?", [], answer=f"It is called {t}x.")
+        stats = world.until(lambda s: s["service"].get("extract_calls", 0)
+                            + s["service"].get("extract_skipped", 0) >= 3, "the bound")
+        assert stats["service"]["extract_calls"] == 2 and stats["service"]["extract_skipped"] == 1
+        assert llm.calls("world") == 2

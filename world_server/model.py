@@ -282,6 +282,47 @@ class WorldModel:
         summary["proposed"] = [g for g in summary["proposed"] if g]
         return summary
 
+    def admit_extracted(self, task: str, triples: list) -> dict:
+        """What a model read from a task's answer (extract.py), under Law 0: a value is a fact
+        only when code finds it verbatim in the output of one of the task's successful tool calls
+        (that output is the evidence); otherwise a claim. Once per episode."""
+        now = time.time()
+        out = {"facts": 0, "claims": 0}
+
+        def tx(txn):
+            st = self.store
+            ep = st.get(txn, "episodes", task)
+            if ep is None or ep.get("extracted") or not ep.get("final"):
+                return
+            ws = os.path.realpath(ep.get("workspace") or str(self.s.workspace))
+            goal_text = (ep.get("text") or "")[:120]
+            outputs = [(c.get("tool") or "tool", (c.get("output") or "").lower())
+                       for c in ep.get("calls", []) if not c.get("error")]
+            for t in triples:
+                value = " ".join(str(t.value).split())[:200]
+                subject = " ".join(str(t.subject).split())[:120]
+                if not value or not subject:
+                    continue
+                named = X.mentions(subject)
+                sid = named[0].id if named else X.entity_id("concept", subject.lower())
+                pred = " ".join(str(t.predicate).lower().split())[:40] or "is"
+                where = next((tool for tool, o in outputs if value.lower() in o), None)
+                kind = "fact" if where else "claim"
+                st.track(txn, sid, sid.split(":", 1)[0], _name(sid), at=now, sentiment=None,
+                         episode=task, lam=self.s.world_ema_lambda)
+                st.assert_fact(
+                    txn, sid, pred, value, f"{_name(sid)} {pred}: {value} (read by a model from "
+                    f"the answer to '{goal_text}')", kind=kind, status="model_extracted",
+                    valid_at=ep["final"]["at"], scope=ws,
+                    episode={"task": task, "at": now, "evidence":
+                             f"{where} output contains '{value}'" if where else
+                             "a model's reading of the answer; in no tool output"})
+                out[kind + "s"] += 1
+            ep["extracted"] = True
+            st.put(txn, "episodes", task, ep)
+        self.store.transact(tx)
+        return out
+
     # -- the goal generator (Def. 6) ---------------------------------------------------------------
     def _propose(self, txn, gid: str, gtype: str, description: str, trigger: str,
                  evidence: list, action: dict, now: float, *, valence: float = 0.0,

@@ -29,6 +29,7 @@ from protocol.bus import BusClient
 from protocol.messages import GoalProposed, WorldQuery, WorldResult
 from protocol.settings import Settings, load_settings
 
+from .extract import Extractor
 from .model import WorldModel
 from .replay import Replayer
 from .store import WorldError, WorldStore
@@ -48,6 +49,7 @@ class WorldService:
         self.errors = 0
         self.proposed = 0
         self.replayer: Replayer | None = None
+        self.extractor: Extractor | None = None
         self._system_busy = threading.Lock()
 
     def _guard(self, what: str, fn, *args, count: bool = True) -> None:
@@ -88,6 +90,9 @@ class WorldService:
 
     def on_final(self, env, msg) -> None:
         self._guard("FinalResult", self.model.on_final, msg.model_dump(), env.ts)
+        if self.extractor is not None and msg.answer and \
+                msg.status in ("verified", "unverified"):
+            self.extractor.submit(msg.task_id)      # later, on its own thread (extract.py)
 
     def dispatch(self, env, msg) -> None:
         """A message read back from the audit log (replay.py): the live path's handler."""
@@ -163,11 +168,15 @@ class WorldService:
                "proposed": self.proposed}
         if self.replayer is not None:
             out.update(self.replayer.info())
+        if self.extractor is not None and self.extractor.enabled:
+            out.update(self.extractor.info())
         return out
 
     def close(self) -> None:
         if self.replayer is not None:
             self.replayer.stop()
+        if self.extractor is not None:
+            self.extractor.stop()
         self.model.store.close()
 
 
@@ -183,6 +192,15 @@ def setup(client: BusClient, settings: Settings) -> WorldService:
     service.replayer = Replayer(service, settings.audit_dir / "log",
                                 settings.world_replay_interval_s)
     client.add_timer(REPLAY_TICK_S, service.replayer.due)
+    def llm_factory():
+        from services.runtime.llm import LLMClient
+        return LLMClient.for_role("world", settings, bus=client)
+
+    def extract_failed():
+        service.errors += 1
+    service.extractor = Extractor(service.model, llm_factory, settings.world_extract_per_hour,
+                                  on_error=extract_failed)
+    service.extractor.start()
     if settings.world_system_check_s > 0:
         client.add_timer(settings.world_system_check_s, service.system_tick)
     client.heartbeat_info = service.info
