@@ -8,8 +8,9 @@ included.
   artoo world facts [--at T] [--as-of T] [--claims]   facts valid at T (default now)
   artoo world show ENTITY             an entity, every fact and claim about it, its edges
   artoo world forget ENTITY           mark it forgotten (kept, audited, out of every projection)
-  artoo goals ls [--all] / show ID    proposals (AUTO, REACTIVE) first, with what fired them
-  artoo goals accept ID [--every D]   Law 1: only now does a proposal become a schedule or a run
+  artoo goals ls [--all] / show ID    proposals (AUTO, SYSTEM, REACTIVE) first, with what fired them
+  artoo goals accept ID [--every D]   Law 1: only now does a proposal become a schedule, a run
+                                      or its upkeep (a SYSTEM one: pause a schedule; a report)
   artoo goals reject ID               it never runs
 """
 from __future__ import annotations
