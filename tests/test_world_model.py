@@ -147,7 +147,9 @@ def test_the_projection_keeps_to_the_goal_s_workspace(world, tmp_path):
     other.mkdir()
     assert "notes.txt" in world.project("the notes", workspace=str(world.ws))["text"]
     elsewhere = world.project("the notes", workspace=str(other))["text"]
-    assert "notes.txt" not in elsewhere and "Ada" in elsewhere     # what the user said is global
+    assert "notes.txt" not in elsewhere and "Ada" not in elsewhere  # unrelated: not shown
+    named = world.project("write my name into the notes", workspace=str(other))["text"]
+    assert "notes.txt" not in named and "Ada" in named   # what the user said is global
 
 
 def test_user_statements_and_entities_with_sentiment(world):

@@ -604,7 +604,11 @@ class WorldModel:
                 continue
             words = X.keywords(" ".join((f["subject"].replace("/", " ").replace(".", " "),
                                          f["predicate"], f["object"], f["text"])))
-            score = 0.5 * len(kws & words) + (1.0 if f["subject"] in ids else 0.0) + \
+            shared = len(kws & words)
+            if not f.get("scope") and not shared and f["subject"] not in ids:
+                continue      # a global fact (what the user said) must share the goal's words;
+                #               a workspace's own facts are related to a goal there by place
+            score = 0.5 * shared + (1.0 if f["subject"] in ids else 0.0) + \
                 W.recency(now, f["valid_at"], FACT_RECENCY_S)
             facts.append((score, f))
         facts.sort(key=lambda x: -x[0])
