@@ -78,10 +78,16 @@ def cancel_running(env: dict) -> list[str]:
     return ids
 
 
-def up(env: dict) -> None:
-    p = artoo(env, "up", "--timeout", "600")
-    if p.returncode != 0:
-        raise SystemExit(f"artoo up failed:\n{p.stdout}\n{p.stderr}")
+def up(env: dict, tries: int = 3) -> None:
+    """`artoo up`, tried again after `artoo down` (on a loaded machine a role may miss its
+    start-up time)."""
+    for attempt in range(1, tries + 1):
+        p = artoo(env, "up", "--timeout", "600")
+        if p.returncode == 0:
+            return
+        log(f"  artoo up failed (attempt {attempt}/{tries}): {(p.stdout + p.stderr)[-300:]}")
+        down(env)
+    raise SystemExit(f"artoo up failed {tries} times:\n{p.stdout}\n{p.stderr}")
 
 
 def down(env: dict) -> None:
