@@ -147,20 +147,22 @@ def test_concurrent_writers_lose_nothing(world, settings, bus_clients):
 def tapped(settings, bus_clients):
     """A bus with capture on and the tap writing the audit log (real processes), and the world
     harness on it (its process not started yet)."""
-    from audit_support import start_bus, start_tap
-    bus = start_bus(settings)
-    tap = None
+    from audit_support import capture_stats, wait_until
+    from conftest import wait_bus_ready
+    procs: list[subprocess.Popen] = []      # stopped whatever happens, start-up timeouts too
     harness = None
     try:
-        tap = start_tap(settings)
+        procs.append(start_process(["-m", "services.runtime.bus"], {"ARTOO_CAPTURE": "1"}, "bus"))
+        wait_bus_ready(settings)
+        procs.append(start_process(["-m", "auditor.tap"], {}, "tap"))
+        wait_until(lambda: capture_stats(settings)["tap_connected"], WAIT, "the tap to connect")
         harness = World(settings, bus_clients)
         yield harness
     finally:
         if harness is not None:
             harness.stop()
-        for proc in (tap, bus):
-            if proc is not None:
-                stop_process(proc, timeout=10)
+        for proc in reversed(procs):
+            stop_process(proc, timeout=10)
 
 
 def _publish_task(world: World, task: str, text: str, calls, answer: str) -> None:
