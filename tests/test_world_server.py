@@ -305,7 +305,9 @@ def test_a_model_reads_facts_from_answers_off_the_task_path_bounded_and_under_la
         assert "shell output contains" in fact["episodes"][0]["evidence"]
         [claim] = [f for f in res.claims if f["status"] == "model_extracted"]
         assert claim["object"] == "falcon"                 # in no tool output: a claim (Law 0)
-        assert "falcon" not in world.query(op="project", text="the release falcon").text
+        shown = world.query(op="project", text="the release falcon").text
+        assert "release name: falcon" not in shown           # a claim is never shown as a fact
+        assert "deploy target host: build7.internal" in shown
 
         for t in ("e2", "e3"):                             # the bound: 2 calls an hour
             world.task(t, "what is the release called?", [], answer=f"It is called {t}x.")
