@@ -33,10 +33,8 @@ layout.py, the queries and operator operations are queries.py (mixed into Memory
 """
 from __future__ import annotations
 
-import fcntl
 import logging
 import math
-import os
 import queue
 import threading
 import time
@@ -51,6 +49,7 @@ import msgpack
 import numpy as np
 
 from protocol.messages import Megram
+from services.runtime.lmdbstore import OwnedEnv
 
 from . import mkct
 from .layout import (DBS, F8, FLAGS_AT, FUTURE_SKEW_S, LEVEL_AT, MAX_ID_CHARS, MAX_TAG_CHARS,
@@ -132,23 +131,10 @@ class MemoryStore(Queries):
         self.max_content_chars = max_content_chars
         self.ignore_below = ignore_below
         self.band = band
-        self._lock_fd: int | None = None
-        if not readonly:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = self._acquire_owner_lock()
-        elif not (self.path / "data.mdb").exists():
-            raise StoreError(f"no memory store at {self.path}")
-        try:
-            self.env = lmdb.open(str(self.path), map_size=map_size, max_dbs=len(DBS) + 1,
-                                 subdir=True, readonly=readonly, sync=True, metasync=True,
-                                 max_readers=512, lock=True)
-        except lmdb.Error as exc:
-            self._release_owner_lock()
-            raise StoreError(f"cannot open the memory store at {self.path}: {exc}") from exc
-        dup = {"tags", "levels"}
-        self.db = {name: self.env.open_db(name.encode(), create=not readonly,
-                                          dupsort=name in dup, dupfixed=name in dup)
-                   for name in DBS}
+        self._owned = OwnedEnv(self.path, what="memory", dbs=DBS, map_size=map_size,
+                               error=StoreError, locked=StoreLocked, readonly=readonly,
+                               dup=("tags", "levels"), max_readers=512)
+        self.env, self.db = self._owned.env, self._owned.db
         self._gate = _ResizeGate()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
@@ -173,29 +159,8 @@ class MemoryStore(Queries):
             self._writer.start()
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def _acquire_owner_lock(self) -> int:
-        fd = os.open(self.path / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise StoreLocked(f"another memory process owns {self.path}; "
-                              f"stop it first (artoo down) or use another ARTOO_HOME") from None
-        return fd
-
-    def _release_owner_lock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-
     def _check_schema(self) -> None:
-        with self.env.begin(write=True, db=self.db["meta"]) as txn:
-            raw = txn.get(b"schema")
-            if raw is None:
-                txn.put(b"schema", msgpack.packb(SCHEMA_VERSION))
-            elif msgpack.unpackb(raw) != SCHEMA_VERSION:
-                raise StoreError(f"memory store schema {msgpack.unpackb(raw)} is not "
-                                 f"{SCHEMA_VERSION}")
+        self._owned.check_schema(SCHEMA_VERSION)
 
     def close(self) -> None:
         """Finish queued writes, then close the environment and release the owner lock."""
@@ -206,7 +171,7 @@ class MemoryStore(Queries):
             self._queue.put(_STOP)
             self._writer.join(60)
         self.env.close()
-        self._release_owner_lock()
+        self._owned.release()
 
     # -- reading -------------------------------------------------------------------------------
     @contextmanager

@@ -596,7 +596,7 @@ class WorldResult(Body):
 
 
 class GoalProposed(Body):
-    """The goal generator proposed an AUTO or REACTIVE goal (Law 1: it waits for the operator's
+    """The goal generator proposed an AUTO, SYSTEM or REACTIVE goal (Law 1: it waits for the operator's
     `artoo goals accept`); telemetry, so the tap and the console show it."""
     goal_id: str
     goal_type: str

@@ -25,7 +25,7 @@ ROLE_NAMES = {
     "scheduler": "Scheduler (scheduled goals)", "metrics": "Metrics exporter (Prometheus)",
     "world": "World model (seed 002: entities, facts, goals)",
 }
-LLM_ROLES = ("perceiver", "planner", "executor", "agentval", "metaval", "memory")
+LLM_ROLES = ("perceiver", "planner", "executor", "agentval", "metaval", "memory", "world")
 # the roles whose decision-log events move a task's lifecycle
 TRANSITION_ROLES = ("perceiver", "planner", "executor", "metaval", "ggs", "scheduler")
 

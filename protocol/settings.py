@@ -186,10 +186,15 @@ class Settings:
     world_neg_valence: float = 0.5       # θ_v: v < −θ_v ...
     world_arousal: float = 0.5           # θ_a: ... and a > θ_a proposes a reactive goal
     world_urgency_s: float = 3600.0      # θ_urgency: a stated deadline nearer than this
-    world_query_timeout_s: float = 1.5   # the perceiver waits this long for the projection
+    world_query_timeout_s: float = 5.0   # the perceiver waits this long for the projection
     world_projection_entities: int = 5   # entities in a goal's projection at most
     world_projection_facts: int = 8      # facts in a goal's projection at most
     world_projection_chars: int = 1200   # and its text at most this long
+    world_replay_interval_s: float = 30.0  # catch up from the audit log this often (0 = at start)
+    world_fail_threshold: int = 3        # θ_fail: a schedule's last N runs failed → SYSTEM goal
+    world_storage_max_bytes: int = 5 << 30   # ARTOO_HOME above this → SYSTEM goal (0 = never)
+    world_system_check_s: float = 600.0  # how often the storage bound is checked (0 = never)
+    world_extract_per_hour: int = 0      # model calls reading facts from answers (0 = never)
     priority_alpha: float = 0.5          # p(g,t) = α·p_base + β·u(g,t) + γ·ξ(g,e(t))
     priority_beta: float = 0.3
     priority_gamma: float = 0.2

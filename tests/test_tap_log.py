@@ -35,6 +35,31 @@ def records(directory: Path) -> list[L.Record]:
     return list(L.iter_records(directory))
 
 
+def test_iter_after_resumes_from_a_position(tmp_path):
+    """A reader that stored (seq, segment, end offset) of the last record it processed gets exactly
+    the records after it, across rotation, whether the hint is right, stale or absent."""
+    d = tmp_path / "log"
+    w = write_log(d, 1500, segment_bytes=30_000)
+    w.sync()
+    recs = records(d)
+    assert len(recs) == 1500 and len(L.list_segments(d)) > 3
+    mid = recs[700]
+    got = list(L.iter_after(d, mid.seq, mid.segment, L.record_end(mid)))
+    assert [r.seq for r in got] == list(range(702, 1501))
+    assert [r.hash for r in got] == [r.hash for r in recs[701:]]
+    assert [r.seq for r in L.iter_after(d, mid.seq)] == list(range(702, 1501))   # no hint
+    wrong = list(L.iter_after(d, mid.seq, recs[100].segment, 16))                 # a stale hint
+    assert [r.seq for r in wrong] == list(range(702, 1501))
+    last = recs[-1]
+    assert list(L.iter_after(d, last.seq, last.segment, L.record_end(last))) == []
+    w.append(L.MSG, 2_000_000.0, b"Type/new", b"x", 42, 99_999)     # appended after: seen
+    w.sync()
+    tail = list(L.iter_after(d, last.seq, last.segment, L.record_end(last)))
+    assert [(r.seq, r.topic) for r in tail] == [(1501, b"Type/new")]
+    w.close()
+    assert [r.seq for r in L.iter_after(d, 0)] == list(range(1, 1502))
+
+
 def test_round_trip_rotation_and_chain(tmp_path):
     d = tmp_path / "log"
     write_log(d, 3000, segment_bytes=40_000).close()

@@ -169,6 +169,13 @@ def test_tool_observations_from_records():
                                                                    "8080")]
     assert X.tool_observations("write_file", {"path": "x.txt"}, "x.txt", "", "refused").writes \
         == []                                         # a failed call shows nothing
+    # grep / head / tail of one file show that file's own lines: its settings too
+    obs = X.tool_observations("shell", {"command": "grep host deploy.ini"}, "",
+                              "host: build7.internal\n", None)
+    assert obs.reads == ["deploy.ini"] and obs.settings == [("deploy.ini", "host",
+                                                             "build7.internal")]
+    assert X.tool_observations("shell", {"command": "grep host a.ini b.ini"}, "",
+                               "a.ini:host: x\n", None).settings == []   # whose line? unknown
 
 
 # -- priority orders pending work ---------------------------------------------------------------

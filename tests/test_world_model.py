@@ -100,7 +100,7 @@ def test_a_file_is_a_fact_only_when_code_finds_it(world):
                    [shell("printf 'apple\\nbanana\\n' > notes.txt"),
                     shell("echo x > ghost.txt"), shell("echo y > failed.txt", error="exit 1")],
                    {"status": "unverified", "answer": "wrote both", "summary": "done"})
-    assert got == {"facts": 1, "claims": 2}
+    assert got == {"facts": 1, "claims": 2, "proposed": []}
     facts, claims = world.facts(claims=True)
     assert [f["subject"] for f in facts] == ["file:notes.txt"]
     assert facts[0]["object"].startswith("sha256:") and "13 bytes" in facts[0]["text"]
@@ -147,7 +147,9 @@ def test_the_projection_keeps_to_the_goal_s_workspace(world, tmp_path):
     other.mkdir()
     assert "notes.txt" in world.project("the notes", workspace=str(world.ws))["text"]
     elsewhere = world.project("the notes", workspace=str(other))["text"]
-    assert "notes.txt" not in elsewhere and "Ada" in elsewhere     # what the user said is global
+    assert "notes.txt" not in elsewhere and "Ada" not in elsewhere  # unrelated: not shown
+    named = world.project("write my name into the notes", workspace=str(other))["text"]
+    assert "notes.txt" not in named and "Ada" in named   # what the user said is global
 
 
 def test_user_statements_and_entities_with_sentiment(world):
@@ -267,3 +269,97 @@ def test_one_owner_and_reopen(tmp_path):
     assert again.stats()["episodes"] == 100
     again.close()
     assert os.path.exists(path / "owner.lock")
+
+
+def test_every_source_message_counts_once_when_handled_again(world):
+    """What the audit-log replay relies on: a task's messages handled a second time (seen live and
+    read back from the log) change nothing."""
+    (world.ws / "out.txt").write_text("x\n")
+    calls = [{"tool": "write_file", "arguments": {"path": "out.txt"}, "target": "out.txt",
+              "output": "", "error": None}]
+    spec = {"task_id": "t1", "intent_slug": "", "intent": "write out.txt",
+            "raw_input": "write out.txt", "options": {"workspace": str(world.ws)}}
+    final = {"task_id": "t1", "status": "verified", "answer": "done"}
+    snapshots = []
+    for _ in range(2):
+        world.on_request("t1", "write out.txt", workspace=str(world.ws), at=1000.0)
+        world.on_spec(spec)
+        world.on_outcome("t1", {"tool_calls": calls}, key="msg-1")
+        world.on_final(final, at=1001.0)
+        snapshots.append((world.store.all("entities"), world.store.all("facts"),
+                          world.store.one("goals", "u-t1")))
+    first, snapshot = snapshots
+    assert snapshot[0] == first[0] and snapshot[2]["status"] == "COMPLETED"
+    assert [f["id"] for f in snapshot[1]] == [f["id"] for f in first[1]]
+    assert world.store.one("entities", "file:out.txt")["mentions"] == 1
+    ep_ = world.store.one("episodes", "t1")
+    assert ep_["outcome_keys"] == ["msg-1"]
+
+
+# -- SYSTEM goals ---------------------------------------------------------------------------------
+
+def _scheduled_run(m, task, status, sid="sch1", text="check the backups"):
+    m.on_request(task, text, session=f"schedule:{sid}", workspace=str(m.ws))
+    m.on_spec({"task_id": task, "intent_slug": "backups", "intent": text, "raw_input": text,
+               "options": {"workspace": str(m.ws)}})
+    return m.on_final({"task_id": task, "status": status, "summary": f"run {task}"})["proposed"]
+
+
+def test_a_schedule_failing_theta_fail_times_in_a_row_proposes_to_pause_it(world):
+    assert world.s.world_fail_threshold == 3
+    assert _scheduled_run(world, "a1", "abandoned") == []
+    assert _scheduled_run(world, "a2", "verified") == []        # a success ends the streak
+    assert _scheduled_run(world, "a3", "abandoned") == []
+    assert _scheduled_run(world, "a4", "not_possible") == []
+    assert _scheduled_run(world, "o1", "abandoned", sid="other") == []   # another schedule's
+    [goal] = _scheduled_run(world, "a5", "abandoned")
+    assert goal["type"] == "SYSTEM" and goal["status"] == "BLOCKED"      # Law 1: a proposal
+    assert goal["action"] == {"kind": "pause_schedule", "schedule_id": "sch1"}
+    assert [e["task"] for e in goal["evidence"]] == ["a3", "a4", "a5"]
+    assert "repeated failure" in goal["trigger"] and "θ_fail 3" in goal["trigger"]
+    assert goal["priority"] == 0.55         # α·0.6 (SYSTEM) + β·0.5 + γ·0.5
+    assert _scheduled_run(world, "a6", "abandoned") == []        # one proposal per streak
+    _scheduled_run(world, "a7", "verified")
+    for t in ("a8", "a9"):
+        assert _scheduled_run(world, t, "abandoned") == []
+    [again] = _scheduled_run(world, "a10", "abandoned")          # a new streak: a new one
+    assert again["id"] != goal["id"]
+    # accepting does nothing here but mark it (the CLI pauses the schedule, then links it done)
+    world.decide(goal["id"], "accept", "op", "")
+    assert world.link(goal["id"], {"schedule_id": "sch1", "done": True})["status"] == "COMPLETED"
+
+
+def test_user_runs_failing_never_propose_a_system_goal(world):
+    for i in range(5):
+        world.on_request(f"u{i}", "check the backups", workspace=str(world.ws))
+        assert world.on_final({"task_id": f"u{i}", "status": "abandoned"})["proposed"] == []
+
+
+def test_storage_past_its_bound_proposes_a_report_once_until_it_grows(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    s = replace(load_settings(home=tmp_path / "home", workspace=ws),
+                world_storage_max_bytes=1_000_000)
+    s.ensure_dirs()
+    store = WorldStore(s.world_path)
+    try:
+        m = WorldModel(store, s)
+        (s.audit_dir / "big.bin").write_bytes(b"x" * 500_000)
+        assert m.check_storage() == []                           # below the bound
+        (s.audit_dir / "big.bin").write_bytes(b"x" * 1_200_000)
+        [goal] = m.check_storage()
+        assert goal["type"] == "SYSTEM" and goal["status"] == "BLOCKED"
+        assert goal["action"]["kind"] == "storage" and goal["action"]["total"] > 1_200_000
+        assert goal["evidence"][0]["part"] == "audit"
+        assert m.check_storage() == []                           # one waits: no second
+        m.decide(goal["id"], "reject", "op", "later")
+        assert m.check_storage() == []                           # not grown by half since
+        (s.audit_dir / "more.bin").write_bytes(b"x" * 800_000)
+        [again] = m.check_storage()
+        assert again["id"] != goal["id"]
+        off = WorldModel(store, replace(s, world="off"))
+        (s.audit_dir / "most.bin").write_bytes(b"x" * 4_000_000)
+        m.decide(again["id"], "reject", "op", "")
+        assert off.check_storage() == []                         # the world off: no proposals
+    finally:
+        store.close()

@@ -11,7 +11,9 @@ Sources, in the order a task sends them:
   only when code finds it in the task's workspace (its size and digest are the evidence); a
   setting read by a successful call is a fact of that file; the answer is a fact only when the
   FinalResult is verified, otherwise a claim with its status, never shown as a fact.
-Proposals (AUTO, REACTIVE) never run by themselves: they wait in the goals table, BLOCKED on the
+SYSTEM goals come from the runtime's own state, observed by code: a schedule whose last runs all
+failed (→ pause it), ARTOO_HOME grown past a bound (→ a report of what takes the room).
+Proposals (AUTO, SYSTEM, REACTIVE) never run by themselves: they wait in the goals table, BLOCKED on the
 operator (Law 1), until `artoo goals accept` (→ PENDING/ACTIVE) or `reject` (→ REJECTED).
 """
 from __future__ import annotations
@@ -21,21 +23,32 @@ import logging
 import os
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Optional
 
 from protocol.settings import Settings
 from services.runtime import world as W
 from services.runtime import worldfacts as X
+from services.runtime.disk import tree_size
 
 from .store import MAX_INTENT_HISTORY, WorldError, WorldStore, known_at, stable_id, valid_at
 
 log = logging.getLogger("artoo.world")
+FAILED = ("abandoned", "not_possible")     # a run's outcomes that count as a failure
 FACT_RECENCY_S = 86400.0       # a fact's recency bonus in the projection decays over a day
 MAX_CALLS_KEPT = 60            # tool records kept per open episode
 
 
 def _when(ts: Optional[float]) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
 
 
 def _name(eid: str) -> str:
@@ -84,7 +97,8 @@ class WorldModel:
             if old is not None:                          # its TaskSpec came first
                 ep.update(slug=old.get("slug", ""), intent=old.get("intent", ""),
                           calls=old.get("calls", []), outcomes=old.get("outcomes", 0),
-                          final=old.get("final"), workspace=workspace or old.get("workspace"))
+                          final=old.get("final"), workspace=workspace or old.get("workspace"),
+                          spec=old.get("spec", False), outcome_keys=old.get("outcome_keys", []))
             st.put(txn, "episodes", task, ep)
             for m in mentions:
                 st.track(txn, m.id, m.kind, m.name, at=at, sentiment=emo.valence, episode=task,
@@ -118,8 +132,9 @@ class WorldModel:
                 "task": task, "text": spec.get("raw_input", "")[:2000], "at": now,
                 "session": "", "workspace": "", "emotion": None, "calls": [], "outcomes": 0,
                 "final": None, "mentions": []}
-            if ep.get("slug"):
-                return                                   # a re-delivered TaskSpec
+            if ep.get("slug") or ep.get("spec"):
+                return                                   # a re-delivered (or replayed) TaskSpec
+            ep["spec"] = True
             ep["slug"] = spec.get("intent_slug", "")
             ep["intent"] = spec.get("intent", "")
             ep["workspace"] = spec.get("options", {}).get("workspace") or ep.get("workspace") \
@@ -144,14 +159,19 @@ class WorldModel:
         self.store.transact(tx)
         return [p for p in proposals if p]
 
-    def on_outcome(self, task: str, outcome: dict) -> None:
+    def on_outcome(self, task: str, outcome: dict, key: str = "") -> None:
+        """A subtask's tool records; `key` (the message id) makes a re-delivered or replayed
+        outcome count once."""
         calls = [{k: c.get(k) for k in ("tool", "arguments", "target", "output", "error")}
                  for c in outcome.get("tool_calls") or []]
+        key = key or f"{outcome.get('subtask_id', '')}:{outcome.get('sequence', '')}:" \
+            f"{outcome.get('plan_round', '')}"
 
         def tx(txn):
             ep = self.store.get(txn, "episodes", task)
-            if ep is None or ep.get("final"):
+            if ep is None or ep.get("final") or key in ep.get("outcome_keys", []):
                 return
+            ep["outcome_keys"] = (ep.get("outcome_keys", []) + [key])[-MAX_CALLS_KEPT:]
             for c in calls:
                 c["output"] = (c.get("output") or "")[:4000]
             ep["calls"] = (ep["calls"] + calls)[-MAX_CALLS_KEPT:]
@@ -159,10 +179,11 @@ class WorldModel:
             self.store.put(txn, "episodes", task, ep)
         self.store.transact(tx)
 
-    def on_final(self, final: dict) -> dict:
-        """Close the episode: facts from checked evidence, claims for the rest (Law 0)."""
-        task, now = final["task_id"], time.time()
-        summary = {"facts": 0, "claims": 0}
+    def on_final(self, final: dict, at: Optional[float] = None) -> dict:
+        """Close the episode: facts from checked evidence, claims for the rest (Law 0). `at` is
+        when the task ended (the message's time, so a replayed one dates its facts right)."""
+        task, now = final["task_id"], (time.time() if at is None else at)
+        summary: dict[str, Any] = {"facts": 0, "claims": 0, "proposed": []}
 
         def tx(txn):
             st = self.store
@@ -255,8 +276,52 @@ class WorldModel:
                 if g.get("link", {}).get("run_id") == task and g["status"] == "ACTIVE":
                     g.update(status=done, ended_at=now, outcome=status)
                     st.put(txn, "goals", g["id"], g)
+            if self.s.world_on and (ep.get("session") or "").startswith("schedule:"):
+                summary["proposed"].append(self._failing_schedule(txn, ep, now))
         self.store.transact(tx)
+        summary["proposed"] = [g for g in summary["proposed"] if g]
         return summary
+
+    def admit_extracted(self, task: str, triples: list) -> dict:
+        """What a model read from a task's answer (extract.py), under Law 0: a value is a fact
+        only when code finds it verbatim in the output of one of the task's successful tool calls
+        (that output is the evidence); otherwise a claim. Once per episode."""
+        now = time.time()
+        out = {"facts": 0, "claims": 0}
+
+        def tx(txn):
+            st = self.store
+            ep = st.get(txn, "episodes", task)
+            if ep is None or ep.get("extracted") or not ep.get("final"):
+                return
+            ws = os.path.realpath(ep.get("workspace") or str(self.s.workspace))
+            goal_text = (ep.get("text") or "")[:120]
+            outputs = [(c.get("tool") or "tool", (c.get("output") or "").lower())
+                       for c in ep.get("calls", []) if not c.get("error")]
+            for t in triples:
+                value = " ".join(str(t.value).split())[:200]
+                subject = " ".join(str(t.subject).split())[:120]
+                if not value or not subject:
+                    continue
+                named = X.mentions(subject)
+                sid = named[0].id if named else X.entity_id("concept", subject.lower())
+                pred = " ".join(str(t.predicate).lower().split())[:40] or "is"
+                where = next((tool for tool, o in outputs if value.lower() in o), None)
+                kind = "fact" if where else "claim"
+                st.track(txn, sid, sid.split(":", 1)[0], _name(sid), at=now, sentiment=None,
+                         episode=task, lam=self.s.world_ema_lambda)
+                st.assert_fact(
+                    txn, sid, pred, value, f"{_name(sid)} {pred}: {value} (read by a model from "
+                    f"the answer to '{goal_text}')", kind=kind, status="model_extracted",
+                    valid_at=ep["final"]["at"], scope=ws,
+                    episode={"task": task, "at": now, "evidence":
+                             f"{where} output contains '{value}'" if where else
+                             "a model's reading of the answer; in no tool output"})
+                out[kind + "s"] += 1
+            ep["extracted"] = True
+            st.put(txn, "episodes", task, ep)
+        self.store.transact(tx)
+        return out
 
     # -- the goal generator (Def. 6) ---------------------------------------------------------------
     def _propose(self, txn, gid: str, gtype: str, description: str, trigger: str,
@@ -326,6 +391,69 @@ class WorldModel:
             {"kind": "run", "goal": goal, "workspace": workspace}, at,
             valence=emo.valence, arousal=emo.arousal)
 
+    # -- SYSTEM goals: the runtime's own upkeep, observed by code ---------------------------------
+    def _failing_schedule(self, txn, ep: dict, now: float) -> dict | None:
+        """The last θ_fail runs of a schedule all failed (abandoned / not possible) → propose to
+        pause it. One proposal per streak of failures: a success starts a new streak."""
+        s, session = self.s, ep["session"]
+        sid = session.split(":", 1)[1]
+        runs = sorted((e for _, e in self.store.scan(txn, "episodes")
+                       if e.get("session") == session and e.get("final")),
+                      key=lambda e: e["final"]["at"])
+        streak: list[dict] = []
+        for e in reversed(runs):
+            if e["final"]["status"] not in FAILED:
+                break
+            streak.insert(0, e)
+        if s.world_fail_threshold <= 0 or len(streak) < s.world_fail_threshold:
+            return None
+        text = streak[-1]["text"][:120]
+        return self._propose(
+            txn, "s-" + stable_id("schedule-failing", sid, streak[0]["task"])[:10], "SYSTEM",
+            f"Pause schedule {sid}: its last {len(streak)} runs of '{text}' failed",
+            f"repeated failure: {len(streak)} runs of schedule {sid} in a row ended "
+            f"{'/'.join(sorted({e['final']['status'] for e in streak}))} "
+            f"(θ_fail {s.world_fail_threshold})",
+            [{"task": e["task"], "at": e["final"]["at"], "outcome": e["final"]["status"],
+              "summary": e["final"].get("summary", "")[:160]} for e in streak[-5:]],
+            {"kind": "pause_schedule", "schedule_id": sid}, now)
+
+    def check_storage(self, now: Optional[float] = None) -> list[dict]:
+        """ARTOO_HOME (audit log, task logs, stores, logs) past `world_storage_max_bytes` → a
+        SYSTEM proposal naming the largest parts. Again only once it has grown by half since the
+        last such proposal, and never while one still waits for the operator."""
+        now = time.time() if now is None else now
+        bound = self.s.world_storage_max_bytes
+        if not self.s.world_on or bound <= 0:
+            return []
+        parts = {p.name: tree_size(p) for p in sorted(Path(self.s.home).iterdir())
+                 if not p.is_symlink()} if Path(self.s.home).is_dir() else {}
+        total = sum(parts.values())
+        if total <= bound:
+            return []
+        out: list[dict] = []
+
+        def tx(txn):
+            prior = [g for _, g in self.store.scan(txn, "goals")
+                     if g.get("action", {}).get("kind") == "storage"]
+            if any(g["status"] == "BLOCKED" for g in prior):
+                return
+            last = max((g["action"].get("total", 0) for g in prior), default=0)
+            if last and total < 1.5 * last:
+                return
+            top = sorted(parts.items(), key=lambda kv: -kv[1])[:5]
+            out.append(self._propose(
+                txn, "s-" + stable_id("storage", total, now)[:10], "SYSTEM",
+                f"Reduce artoo's data in {self.s.home}: {_size(total)}, above the bound "
+                f"{_size(bound)} (largest: " + ", ".join(f"{k} {_size(v)}" for k, v in top[:3])
+                + ")",
+                f"storage: {_size(total)} > world_storage_max_bytes {_size(bound)}",
+                [{"part": k, "bytes": v} for k, v in top],
+                {"kind": "storage", "total": total, "bound": bound, "home": str(self.s.home),
+                 "parts": dict(top)}, now))
+        self.store.transact(tx)
+        return [g for g in out if g]
+
     def check_deadlines(self, now: Optional[float] = None) -> list[dict]:
         """Time pressure: a stated deadline nearer than θ_urgency proposes a reminder."""
         now = time.time() if now is None else now
@@ -373,10 +501,14 @@ class WorldModel:
             goal = self.store.find_goal(txn, ref)
             if goal["status"] not in ("PENDING", "ACTIVE"):
                 raise WorldError(f"goal {goal['id']} is {goal['status']}: nothing to link")
-            goal["link"] = {**goal.get("link", {}), **info}
-            goal["status"] = "ACTIVE"
+            what = dict(info)
+            done = bool(what.pop("done", False))     # an action done at once (pause, report)
+            goal["link"] = {**goal.get("link", {}), **what}
+            goal["status"] = "COMPLETED" if done else "ACTIVE"
+            if done:
+                goal["ended_at"] = time.time()
             self.store.put(txn, "goals", goal["id"], goal)
-            self.store.audit(txn, "link", goal=goal["id"], link=info)
+            self.store.audit(txn, "link", goal=goal["id"], link=what)
             return goal
         return self.store.transact(tx)
 
@@ -441,8 +573,14 @@ class WorldModel:
         belong to a workspace: only those of the goal's workspace are shown."""
         now = time.time() if now is None else now
         s = self.s
-        ws = os.path.realpath(workspace or str(s.workspace))
-        where = {e["task"]: os.path.realpath(e.get("workspace") or str(s.workspace))
+        real: dict[str, str] = {}                 # one realpath per distinct workspace
+
+        def resolve(path: str) -> str:
+            if path not in real:
+                real[path] = os.path.realpath(path)
+            return real[path]
+        ws = resolve(workspace or str(s.workspace))
+        where = {e["task"]: resolve(e.get("workspace") or str(s.workspace))
                  for e in self.store.all("episodes")}
         kws = X.keywords(text)
         named = {m.id for m in X.mentions(text)}
@@ -466,7 +604,11 @@ class WorldModel:
                 continue
             words = X.keywords(" ".join((f["subject"].replace("/", " ").replace(".", " "),
                                          f["predicate"], f["object"], f["text"])))
-            score = 0.5 * len(kws & words) + (1.0 if f["subject"] in ids else 0.0) + \
+            shared = len(kws & words)
+            if not f.get("scope") and not shared and f["subject"] not in ids:
+                continue      # a global fact (what the user said) must share the goal's words;
+                #               a workspace's own facts are related to a goal there by place
+            score = 0.5 * shared + (1.0 if f["subject"] in ids else 0.0) + \
                 W.recency(now, f["valid_at"], FACT_RECENCY_S)
             facts.append((score, f))
         facts.sort(key=lambda x: -x[0])

@@ -14,6 +14,8 @@ WorldQuery → WorldResult (request/reply), `op`:
   decide    the operator accepts or rejects a proposal (Law 1): only a BLOCKED one
   link      what an accepted goal became (a schedule id, a run id)
   stats     counts
+Missed messages (the process was down or restarting) are read back from the audit log after the
+last position this store processed (replay.py), at start-up and every `world_replay_interval_s`.
 One process per data dir (an flock on world.lmdb/owner.lock); every change is a synced LMDB
 commit, so it survives kill -9 of the whole tree.
 """
@@ -21,17 +23,20 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
+import threading
 
 from protocol.bus import BusClient
 from protocol.messages import GoalProposed, WorldQuery, WorldResult
 from protocol.settings import Settings, load_settings
 
+from .extract import Extractor
 from .model import WorldModel
+from .replay import Replayer
 from .store import WorldError, WorldStore
 
 log = logging.getLogger("artoo.world")
 DEADLINE_CHECK_S = 15.0
+REPLAY_TICK_S = 1.0            # how often the loop asks whether a replay pass is due
 _MAX_N = 500
 
 
@@ -43,6 +48,9 @@ class WorldService:
         self.queries = 0
         self.errors = 0
         self.proposed = 0
+        self.replayer: Replayer | None = None
+        self.extractor: Extractor | None = None
+        self._system_busy = threading.Lock()
 
     def _guard(self, what: str, fn, *args, count: bool = True) -> None:
         """An observation must never take the process down; count and log the failure."""
@@ -54,6 +62,8 @@ class WorldService:
             log.exception("world: %s failed", what)
 
     def _announce(self, goals) -> None:
+        if isinstance(goals, dict):              # on_final's summary carries its proposals
+            goals = goals.get("proposed") or []
         if not isinstance(goals, list):
             return
         for g in goals:
@@ -76,13 +86,34 @@ class WorldService:
 
     def on_outcome(self, env, msg) -> None:
         self._guard("SubTaskOutcome", self.model.on_outcome, msg.parent_task_id or msg.task_id,
-                    msg.model_dump())
+                    msg.model_dump(), env.id)
 
     def on_final(self, env, msg) -> None:
-        self._guard("FinalResult", self.model.on_final, msg.model_dump())
+        self._guard("FinalResult", self.model.on_final, msg.model_dump(), env.ts)
+        if self.extractor is not None and msg.answer and \
+                msg.status in ("verified", "unverified"):
+            self.extractor.submit(msg.task_id)      # later, on its own thread (extract.py)
+
+    def dispatch(self, env, msg) -> None:
+        """A message read back from the audit log (replay.py): the live path's handler."""
+        handler = {"UserRequest": self.on_request, "TaskSpec": self.on_spec,
+                   "SubTaskOutcome": self.on_outcome, "FinalResult": self.on_final}.get(env.type)
+        if handler is not None:
+            handler(env, msg)
 
     def tick(self) -> None:
         self._guard("deadline check", self.model.check_deadlines, count=False)
+
+    def system_tick(self) -> None:
+        """The storage check walks ARTOO_HOME: on a thread of its own, never two at once, so the
+        bus loop (heartbeats, observations) is never held up by a large audit log."""
+        if self._system_busy.acquire(blocking=False):
+            def run():
+                try:
+                    self._guard("storage check", self.model.check_storage, count=False)
+                finally:
+                    self._system_busy.release()
+            threading.Thread(target=run, name="world-system", daemon=True).start()
 
     # -- queries -----------------------------------------------------------------------------------
     def on_query(self, env, q: WorldQuery) -> WorldResult:
@@ -133,10 +164,19 @@ class WorldService:
         raise ValueError(f"unknown world op {q.op!r}")
 
     def info(self) -> dict:
-        return {"observed": self.observed, "queries": self.queries, "errors": self.errors,
-                "proposed": self.proposed}
+        out = {"observed": self.observed, "queries": self.queries, "errors": self.errors,
+               "proposed": self.proposed}
+        if self.replayer is not None:
+            out.update(self.replayer.info())
+        if self.extractor is not None and self.extractor.enabled:
+            out.update(self.extractor.info())
+        return out
 
     def close(self) -> None:
+        if self.replayer is not None:
+            self.replayer.stop()
+        if self.extractor is not None:
+            self.extractor.stop()
         self.model.store.close()
 
 
@@ -149,6 +189,20 @@ def setup(client: BusClient, settings: Settings) -> WorldService:
     client.on("FinalResult", service.on_final)
     client.on("WorldQuery", service.on_query, request=True, threaded=True)
     client.add_timer(DEADLINE_CHECK_S, service.tick)
+    service.replayer = Replayer(service, settings.audit_dir / "log",
+                                settings.world_replay_interval_s)
+    client.add_timer(REPLAY_TICK_S, service.replayer.due)
+    def llm_factory():
+        from services.runtime.llm import LLMClient
+        return LLMClient.for_role("world", settings, bus=client)
+
+    def extract_failed():
+        service.errors += 1
+    service.extractor = Extractor(service.model, llm_factory, settings.world_extract_per_hour,
+                                  on_error=extract_failed)
+    service.extractor.start()
+    if settings.world_system_check_s > 0:
+        client.add_timer(settings.world_system_check_s, service.system_tick)
     client.heartbeat_info = service.info
     return service
 

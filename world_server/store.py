@@ -29,7 +29,6 @@ change survive SIGKILL.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import threading
@@ -40,6 +39,8 @@ from typing import Any, Iterator
 
 import lmdb
 import msgpack
+
+from services.runtime.lmdbstore import OwnedEnv
 
 SCHEMA_VERSION = 1
 DBS = ("entities", "facts", "sp", "edges", "episodes", "intents", "goals", "deadlines", "audit",
@@ -75,53 +76,22 @@ class WorldStore:
 
     def __init__(self, path: Path | str, map_size: int = 256 << 20, *, readonly: bool = False):
         self.path = Path(path)
-        self._lock_fd: int | None = None
-        if not readonly:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = self._acquire_owner_lock()
-        elif not (self.path / "data.mdb").exists():
-            raise WorldError(f"no world store at {self.path}")
-        try:
-            self.env = lmdb.open(str(self.path), map_size=map_size, max_dbs=len(DBS) + 1,
-                                 subdir=True, readonly=readonly, sync=True, metasync=True,
-                                 lock=True)
-        except lmdb.Error as exc:
-            self._release_owner_lock()
-            raise WorldError(f"cannot open the world store at {self.path}: {exc}") from exc
-        self.db = {n: self.env.open_db(n.encode(), create=not readonly) for n in DBS}
+        self._owned = OwnedEnv(self.path, what="world", dbs=DBS, map_size=map_size,
+                               error=WorldError, locked=WorldLocked, readonly=readonly)
+        self.env, self.db = self._owned.env, self._owned.db
         self._lock = threading.RLock()
         self.commits = 0
         self.resizes = 0
         if not readonly:
-            with self.write() as txn:
-                raw = txn.get(b"schema", db=self.db["meta"])
-                if raw is None:
-                    txn.put(b"schema", _pack(SCHEMA_VERSION), db=self.db["meta"])
-                elif _unpack(raw) != SCHEMA_VERSION:
-                    raise WorldError(f"world store schema {_unpack(raw)} is not {SCHEMA_VERSION}")
+            self._owned.check_schema(SCHEMA_VERSION)
 
     # -- ownership and transactions --------------------------------------------------------------
-    def _acquire_owner_lock(self) -> int:
-        fd = os.open(self.path / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise WorldLocked(f"another world process owns {self.path}; stop it first "
-                              f"(artoo down) or use another ARTOO_HOME") from None
-        return fd
-
-    def _release_owner_lock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-
     def close(self) -> None:
         with self._lock:
             if self.env is not None:
                 self.env.close()
                 self.env = None
-            self._release_owner_lock()
+            self._owned.release()
 
     @contextmanager
     def read(self) -> Iterator[lmdb.Transaction]:

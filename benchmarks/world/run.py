@@ -1,7 +1,7 @@
 """Cross-session benchmark for the world model (seed 002, issue 31): one command.
 
     .venv/bin/python benchmarks/world/run.py [--modes on,off] [--limit N] [--only ID,...]
-        [--timeout S] [--out FILE] [--write-docs]
+        [--timeout S] [--out FILE] [--write-docs] [--root DIR] [--keep] [--parallel]
 
 For each mode (the same build with ARTOO_WORLD=on, then =off), in a fresh ARTOO_HOME of its own:
 every pair gets a fresh workspace and its setup; `artoo up`; each pair's FIRST goal; `artoo down`
@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -51,7 +52,9 @@ def run_goal(env: dict, ws: Path, goal: str, timeout: float) -> dict:
     try:
         p = artoo(env, "run", "--yes", "--json", "--workspace", str(ws), goal, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"status": "timeout", "answer": "", "seconds": round(time.monotonic() - t0, 1)}
+        cancelled = cancel_running(env)
+        return {"status": "timeout", "answer": "", "seconds": round(time.monotonic() - t0, 1),
+                "cancelled": cancelled}
     try:
         result = json.loads(p.stdout)
     except ValueError:
@@ -60,10 +63,31 @@ def run_goal(env: dict, ws: Path, goal: str, timeout: float) -> dict:
     return result
 
 
-def up(env: dict) -> None:
-    p = artoo(env, "up", "--timeout", "600")
-    if p.returncode != 0:
-        raise SystemExit(f"artoo up failed:\n{p.stdout}\n{p.stderr}")
+def cancel_running(env: dict) -> list[str]:
+    """A goal past its time is cancelled, so it does not compete with the next one."""
+    try:
+        p = artoo(env, "tasks", "ls", "--state", "running", "--json", timeout=120)
+        ids = [row["id"] for row in json.loads(p.stdout or "[]")]
+    except (subprocess.TimeoutExpired, ValueError, KeyError):
+        return []
+    for rid in ids:
+        try:
+            artoo(env, "tasks", "cancel", rid, "--wait", "60", timeout=120)
+        except subprocess.TimeoutExpired:
+            pass
+    return ids
+
+
+def up(env: dict, tries: int = 3) -> None:
+    """`artoo up`, tried again after `artoo down` (on a loaded machine a role may miss its
+    start-up time)."""
+    for attempt in range(1, tries + 1):
+        p = artoo(env, "up", "--timeout", "600")
+        if p.returncode == 0:
+            return
+        log(f"  artoo up failed (attempt {attempt}/{tries}): {(p.stdout + p.stderr)[-300:]}")
+        down(env)
+    raise SystemExit(f"artoo up failed {tries} times:\n{p.stdout}\n{p.stderr}")
 
 
 def down(env: dict) -> None:
@@ -73,7 +97,12 @@ def down(env: dict) -> None:
 def run_mode(mode: str, pairs: list[dict], timeout: float, root: Path) -> list[dict]:
     home = root / f"home-{mode}"
     home.mkdir(parents=True)
-    env = dict(os.environ, ARTOO_HOME=str(home), ARTOO_WORLD=mode, PYTHONPATH=str(REPO))
+    default_ws = root / f"ws-{mode}-default"
+    default_ws.mkdir()
+    # its own home, default workspace and a free metrics port: another daemon on this machine
+    # is never disturbed
+    env = dict(os.environ, ARTOO_HOME=str(home), ARTOO_WORLD=mode, PYTHONPATH=str(REPO),
+               ARTOO_WORKSPACE=str(default_ws), ARTOO_METRICS_PORT="0")
     env.pop("ARTOO_RUN_DIR", None)
     model = Path.home() / ".artoo" / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     if not any(env.get(k) for k in ("OPENAI_BASE_URL", "BRAIN_BASE_URL", "TOOL_BASE_URL",
@@ -126,21 +155,38 @@ def main() -> int:
     ap.add_argument("--modes", default="on,off")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--only", default="")
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per goal")
+    ap.add_argument("--timeout", type=float, default=600.0,
+                    help="seconds per goal (then it is cancelled)")
     ap.add_argument("--out", default="")
     ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--root", default=os.environ.get("ARTOO_BENCH_ROOT", "/tmp"),
+                    help="where the run's homes and workspaces go (a fresh directory inside)")
+    ap.add_argument("--keep", action="store_true", help="keep the homes and workspaces")
+    ap.add_argument("--parallel", action="store_true",
+                    help="run the modes at the same time (each its own daemon and model server)")
     args = ap.parse_args()
     pairs = [p for p in PAIRS if not args.only or p["id"] in args.only.split(",")]
     pairs = pairs[:args.limit] if args.limit else pairs
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    root = Path(tempfile.mkdtemp(prefix="at-wb-", dir="/tmp"))
+    Path(args.root).mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="at-wb-", dir=args.root))
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, text=True,
+                            capture_output=True).stdout.strip()
     results = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "host": platform.node(), "pairs": len(pairs), "modes": {}}
+               "host": platform.node(), "cpus": os.cpu_count(), "commit": commit,
+               "timeout_s": args.timeout, "parallel": args.parallel, "pairs": len(pairs),
+               "modes": {}}
     try:
-        for mode in modes:
-            results["modes"][mode] = run_mode(mode, pairs, args.timeout, root)
+        if args.parallel:          # both modes at once: the same machine load for each
+            with ThreadPoolExecutor(len(modes)) as pool:
+                futures = {m: pool.submit(run_mode, m, pairs, args.timeout, root) for m in modes}
+                results["modes"] = {m: f.result() for m, f in futures.items()}
+        else:
+            for mode in modes:
+                results["modes"][mode] = run_mode(mode, pairs, args.timeout, root)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
     log()
     lines = [summary(m, rows) for m, rows in results["modes"].items()]
     for line in lines:
@@ -153,7 +199,10 @@ def main() -> int:
     if args.write_docs:
         with open(REPO / "docs" / "BENCHMARKS.md", "a") as fh:
             fh.write(f"\n### World model, cross-session pairs ({results['started']}, "
-                     f"{len(pairs)} pairs, `benchmarks/world/run.py`)\n\n")
+                     f"{len(pairs)} pairs, `benchmarks/world/run.py`)\n\n"
+                     f"Commit {commit}, host {results['host']} ({results['cpus']} CPUs), "
+                     f"{args.timeout:.0f} s per goal, modes "
+                     f"{'at the same time' if args.parallel else 'one after the other'}.\n\n")
             fh.writelines(f"- {line}\n" for line in lines)
             for m, rows in results["modes"].items():
                 fh.write(f"- {m}: " + ", ".join(f"{r['id']} {'✓' if r['passed'] else '✗'}"

@@ -5,49 +5,19 @@ the LMDB file; nothing here opens it). Tables for people, `--json` for scripts.
 """
 from __future__ import annotations
 
-import json
-import sys
 import time
 
 import click
-from rich.console import Console
 from rich.table import Table
 
-from protocol.bus import BusClient, BusTimeout
 from protocol.messages import Megram, MemoryQuery, MemoryResult
-from protocol.settings import load_settings
 
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _fail(message: str, code: int = 1) -> None:
-    err_console.print(f"[red]error:[/red] {message}")
-    sys.exit(code)
+from . import storequery
+from .storequery import clip, console, echo_json
 
 
 def ask(query: MemoryQuery, timeout: float | None = None) -> MemoryResult:
-    """One request to the memory process; exits with a clear message when it cannot be had."""
-    try:
-        settings = load_settings()
-    except ValueError as exc:
-        _fail(str(exc), 2)
-    client = BusClient("user", settings=settings, heartbeat=False)
-    try:
-        client.start(timeout=5.0)
-    except BusTimeout:
-        _fail(f"the bus is not reachable at {settings.endpoint('xpub')} (is the daemon up? "
-              f"`artoo up`)")
-    try:
-        _, result = client.request(query, to="memory", timeout=timeout or
-                                   settings.request_timeout_s)
-    except BusTimeout:
-        _fail("the memory process did not answer (see `artoo status`)")
-    finally:
-        client.stop()
-    if not result.ok:
-        _fail(result.error or f"memory refused {query.op}")
-    return result
+    return storequery.ask(query, "memory", timeout)
 
 
 def _age(ts: float | None) -> str:
@@ -60,20 +30,11 @@ def _age(ts: float | None) -> str:
     return f"{s:.0f}s"
 
 
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 _ACTION_STYLE = {"Exploit": "green", "Avoid": "red", "Caution": "yellow", "Ignore": "dim"}
 
 
 def _action(name: str) -> str:
     return f"[{_ACTION_STYLE.get(name, 'white')}]{name}[/]"
-
-
-def _echo_json(value) -> None:
-    click.echo(json.dumps(value, indent=2, default=str, ensure_ascii=False))
 
 
 def _megram_table(megrams: list[Megram], title: str) -> Table:
@@ -87,7 +48,7 @@ def _megram_table(megrams: list[Megram], title: str) -> Table:
                       f"{m.k:g}", _age(m.created_at),
                       "-" if m.live_attention is None else f"{m.live_attention:.3f}",
                       "-" if m.live_decision is None else f"{m.live_decision:+.3f}",
-                      _clip(m.content, 70))
+                      clip(m.content, 70))
     return table
 
 
@@ -108,7 +69,7 @@ def ls_cmd(space: str, entity: str, level: str | None, limit: int, as_json: bool
     With both --space and --entity, also the Megrams of that tag (newest first)."""
     res = ask(MemoryQuery(op="list", space=space, entity=entity, level=level, n=limit))
     if as_json:
-        _echo_json({"groups": res.groups, "total_groups": res.stats.get("groups", 0),
+        echo_json({"groups": res.groups, "total_groups": res.stats.get("groups", 0),
                     "megrams": [m.model_dump() for m in res.megrams]})
         return
     total = res.stats.get("groups", len(res.groups))
@@ -119,7 +80,7 @@ def ls_cmd(space: str, entity: str, level: str | None, limit: int, as_json: bool
                          else "right")
     for g in res.groups:
         lv = g.get("levels", {})
-        table.add_row(_clip(g["space"], 40), _clip(g["entity"], 40),
+        table.add_row(clip(g["space"], 40), clip(g["entity"], 40),
                       *(str(lv.get(x, 0) or "") for x in "MKCT"),
                       f"{g['attention']:.3f}", f"{g['decision']:+.3f}", _action(g["action"]),
                       _age(g.get("newest")))
@@ -137,7 +98,7 @@ def show_cmd(megram_id: str, as_json: bool) -> None:
     res = ask(MemoryQuery(op="show", id=megram_id))
     m = res.megrams[0]
     if as_json:
-        _echo_json({"megram": m.model_dump(), **res.stats})
+        echo_json({"megram": m.model_dump(), **res.stats})
         return
     group = res.stats.get("group", {})
     table = Table(show_header=False, title=f"Megram {m.id}", title_justify="left")
@@ -185,10 +146,10 @@ def remember_cmd(text: tuple[str, ...], level: str, space: str, entity: str,
                           entity=entity, sigma=sigma))
     m = res.megrams[0]
     if as_json:
-        _echo_json(m.model_dump())
+        echo_json(m.model_dump())
         return
     console.print(f"remembered [bold]{m.id[:12]}[/bold] {m.level} {m.space} / {m.entity} "
-                  f"σ {m.sigma:+.2f}: {_clip(m.content, 80)}")
+                  f"σ {m.sigma:+.2f}: {clip(m.content, 80)}")
 
 
 @memory.command("forget")
@@ -200,10 +161,10 @@ def forget_cmd(megram_id: str, as_json: bool) -> None:
     res = ask(MemoryQuery(op="forget", id=megram_id))
     m = res.megrams[0]
     if as_json:
-        _echo_json(m.model_dump())
+        echo_json(m.model_dump())
         return
     console.print(f"forgot [bold]{m.id[:12]}[/bold] {m.level} {m.space} / {m.entity}: "
-                  f"{_clip(m.content, 80)}")
+                  f"{clip(m.content, 80)}")
 
 
 @memory.command("stats")
@@ -213,7 +174,7 @@ def stats_cmd(as_json: bool) -> None:
     res = ask(MemoryQuery(op="stats", n=100))
     st = res.stats
     if as_json:
-        _echo_json({"stats": st, "rules": [s.model_dump() for s in res.sops]})
+        echo_json({"stats": st, "rules": [s.model_dump() for s in res.sops]})
         return
     lv = st.get("levels", {})
     console.print(f"[bold]{st.get('megrams', 0)}[/bold] Megrams in {st.get('tags', 0)} tags — "
@@ -236,8 +197,8 @@ def stats_cmd(as_json: bool) -> None:
         for col in ("id", "lvl", "σ", "tag", "content"):
             table.add_column(col, overflow="fold" if col == "content" else "ellipsis")
         for s in res.sops:
-            table.add_row(s.id[:12], s.level, f"{s.sigma:+.1f}", _clip(f"{s.space} / {s.entity}", 40),
-                          _clip(s.content, 80))
+            table.add_row(s.id[:12], s.level, f"{s.sigma:+.1f}", clip(f"{s.space} / {s.entity}", 40),
+                          clip(s.content, 80))
         console.print(table)
 
 

@@ -133,7 +133,8 @@ def ls(as_json: bool) -> None:
     Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
-def _change(ref: str, what: str) -> dict:
+def change(ref: str, what: str) -> dict:
+    """rm, pause or resume one schedule (also what accepting a SYSTEM goal to pause one does)."""
     settings = _settings()
     try:
         with _store(settings).edit() as data:
@@ -158,7 +159,7 @@ def _change(ref: str, what: str) -> dict:
 @click.argument("schedule_id")
 def rm(schedule_id: str) -> None:
     """Remove a schedule (a run it started goes on to its end)."""
-    sched = _change(schedule_id, "rm")
+    sched = change(schedule_id, "rm")
     click.echo(f"schedule {sched['id']} removed")
 
 
@@ -166,7 +167,7 @@ def rm(schedule_id: str) -> None:
 @click.argument("schedule_id")
 def pause(schedule_id: str) -> None:
     """Stop a schedule from firing (slots while paused are not caught up)."""
-    sched = _change(schedule_id, "pause")
+    sched = change(schedule_id, "pause")
     click.echo(f"schedule {sched['id']} paused")
 
 
@@ -174,7 +175,7 @@ def pause(schedule_id: str) -> None:
 @click.argument("schedule_id")
 def resume(schedule_id: str) -> None:
     """Resume a paused schedule from its next slot."""
-    sched = _change(schedule_id, "resume")
+    sched = change(schedule_id, "resume")
     click.echo(f"schedule {sched['id']} resumed; next run {_when(sched['next_due'])}")
 
 

@@ -8,57 +8,30 @@ included.
   artoo world facts [--at T] [--as-of T] [--claims]   facts valid at T (default now)
   artoo world show ENTITY             an entity, every fact and claim about it, its edges
   artoo world forget ENTITY           mark it forgotten (kept, audited, out of every projection)
-  artoo goals ls [--all] / show ID    proposals (AUTO, REACTIVE) first, with what fired them
-  artoo goals accept ID [--every D]   Law 1: only now does a proposal become a schedule or a run
+  artoo goals ls [--all] / show ID    proposals (AUTO, SYSTEM, REACTIVE) first, with what fired them
+  artoo goals accept ID [--every D]   Law 1: only now does a proposal become a schedule, a run
+                                      or its upkeep (a SYSTEM one: pause a schedule; a report)
   artoo goals reject ID               it never runs
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 from datetime import datetime
 
 import click
-from rich.console import Console
 from rich.table import Table
 
-from protocol.bus import BusClient, BusTimeout
 from protocol.messages import WorldQuery, WorldResult
 from protocol.settings import load_settings
 from services.runtime import schedules
 
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _fail(message: str, code: int = 1) -> None:
-    err_console.print(f"[red]error:[/red] {message}", soft_wrap=True)
-    sys.exit(code)
+from . import storequery
+from .storequery import clip, console, echo_json, err_console
 
 
 def ask(query: WorldQuery, timeout: float | None = None) -> WorldResult:
-    """One request to the world process; exits with a clear message when it cannot be had."""
-    try:
-        settings = load_settings()
-    except ValueError as exc:
-        _fail(str(exc), 2)
-    client = BusClient("user", settings=settings, heartbeat=False)
-    try:
-        client.start(timeout=5.0)
-    except BusTimeout:
-        _fail(f"the bus is not reachable at {settings.endpoint('xpub')} (is the daemon up? "
-              f"`artoo up`)")
-    try:
-        _, result = client.request(query, to="world",
-                                   timeout=timeout or settings.request_timeout_s)
-    except BusTimeout:
-        _fail("the world process did not answer (see `artoo status`)")
-    finally:
-        client.stop()
-    if not result.ok:
-        _fail(result.error or f"world refused {query.op}")
-    return result
+    return storequery.ask(query, "world", timeout)
 
 
 def parse_time(text: str | None) -> float | None:
@@ -85,24 +58,15 @@ def _when(ts) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
 
 
-def _clip(text: str, width: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _json(value) -> None:
-    click.echo(json.dumps(value, indent=2, default=str, ensure_ascii=False))
-
-
 def _fact_table(rows: list[dict], title: str) -> Table:
     table = Table(title=title, title_justify="left")
     for col in ("id", "subject", "predicate", "object", "status", "valid", "invalid", "source"):
         table.add_column(col, overflow="fold" if col in ("object",) else "ellipsis")
     for f in rows:
         src = ", ".join(e.get("task", "") for e in f.get("episodes", [])[-2:])
-        table.add_row(f["id"][:8], _clip(f["subject"], 30), f["predicate"], _clip(f["object"], 40),
+        table.add_row(f["id"][:8], clip(f["subject"], 30), f["predicate"], clip(f["object"], 40),
                       f["status"] + (" (forgotten)" if f.get("forgotten") else ""),
-                      _when(f["valid_at"]), _when(f["invalid_at"]), _clip(src, 30))
+                      _when(f["valid_at"]), _when(f["invalid_at"]), clip(src, 30))
     return table
 
 
@@ -122,14 +86,14 @@ def entities_cmd(limit: int, as_json: bool) -> None:
     """Tracked entities, most important first (importance halved once stale)."""
     res = ask(WorldQuery(op="entities", n=limit))
     if as_json:
-        _json(res.entities)
+        echo_json(res.entities)
         return
     table = Table(title=f"world: {len(res.entities)} entit(ies)", title_justify="left")
     for col in ("id", "kind", "mentions", "state", "importance", "sentiment", "last mentioned"):
         table.add_column(col)
     for e in res.entities:
         sent = "-" if e.get("sentiment") is None else f"{e['sentiment']:+.2f}"
-        table.add_row(_clip(e["id"], 50), e["kind"], str(e["mentions"]), e["state"],
+        table.add_row(clip(e["id"], 50), e["kind"], str(e["mentions"]), e["state"],
                       f"{e['importance']:.3f}", sent, _when(e["last_mentioned"]))
     console.print(table)
 
@@ -145,7 +109,7 @@ def facts_cmd(at: str | None, as_of: str | None, claims: bool, limit: int, as_js
     res = ask(WorldQuery(op="facts", at=parse_time(at), as_of=parse_time(as_of), claims=claims,
                          n=limit))
     if as_json:
-        _json({"facts": res.facts, "claims": res.claims})
+        echo_json({"facts": res.facts, "claims": res.claims})
         return
     when = f" at {_when(parse_time(at))}" if at else ""
     console.print(_fact_table(res.facts, f"facts valid{when}: {len(res.facts)}"))
@@ -160,7 +124,7 @@ def show_cmd(entity: str, as_json: bool) -> None:
     """One entity: its state, every fact and claim about it (history too), its edges."""
     res = ask(WorldQuery(op="show", entity=entity))
     if as_json:
-        _json({"entity": res.entities[0], "facts": res.facts, "claims": res.claims,
+        echo_json({"entity": res.entities[0], "facts": res.facts, "claims": res.claims,
                "edges": res.edges})
         return
     e = res.entities[0]
@@ -187,7 +151,7 @@ def forget_cmd(entity: str, reason: str) -> None:
 
 @world.command("stats")
 def stats_cmd() -> None:
-    _json(ask(WorldQuery(op="stats")).stats)
+    echo_json(ask(WorldQuery(op="stats")).stats)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,7 +171,7 @@ def goals_ls(show_all: bool, status: str, as_json: bool) -> None:
     """Goals: proposals (BLOCKED on the operator) first."""
     res = ask(WorldQuery(op="goals", claims=show_all, status=status))
     if as_json:
-        _json(res.goals)
+        echo_json(res.goals)
         return
     table = Table(title=f"goals: {len(res.goals)}", title_justify="left")
     for col in ("id", "type", "status", "priority", "created", "goal", "trigger"):
@@ -215,8 +179,8 @@ def goals_ls(show_all: bool, status: str, as_json: bool) -> None:
     for g in res.goals:
         status_txt = "proposed" if g["status"] == "BLOCKED" else g["status"]
         table.add_row(g["id"], g["type"], status_txt, f"{g['priority']:.2f}",
-                      _when(g["created_at"]), _clip(g["description"], 70),
-                      _clip(g["trigger"], 50))
+                      _when(g["created_at"]), clip(g["description"], 70),
+                      clip(g["trigger"], 50))
     console.print(table)
 
 
@@ -224,7 +188,7 @@ def goals_ls(show_all: bool, status: str, as_json: bool) -> None:
 @click.argument("goal_id")
 def goals_show(goal_id: str) -> None:
     """One goal with the pattern that fired it and its evidence."""
-    _json(ask(WorldQuery(op="goal", id=goal_id)).goals[0])
+    echo_json(ask(WorldQuery(op="goal", id=goal_id)).goals[0])
 
 
 @goals.command("reject")
@@ -243,7 +207,8 @@ def goals_reject(goal_id: str, reason: str) -> None:
 @click.option("--detach", is_flag=True, help="a run: start it and do not follow it")
 @click.option("--reason", default="", help="recorded with the decision")
 def goals_accept(goal_id: str, every: str | None, yes: bool, detach: bool, reason: str) -> None:
-    """Accept a proposal: a schedule proposal becomes a schedule, a reactive one a run."""
+    """Accept a proposal: a schedule proposal becomes a schedule, a reactive one a run, a SYSTEM
+    one its upkeep (pause the failing schedule; the storage report)."""
     settings = load_settings()
     if every:
         try:
@@ -264,6 +229,22 @@ def goals_accept(goal_id: str, every: str | None, yes: bool, detach: bool, reaso
         ask(WorldQuery(op="link", id=g["id"], link={"schedule_id": sched["id"]}))
         click.echo(f"goal {g['id']} accepted: schedule {sched['id']} "
                    f"({schedules.describe(sched)}): {action['goal']}")
+        return
+    if action.get("kind") == "pause_schedule":              # SYSTEM: a failing schedule
+        from .schedule import change
+        sched = change(action["schedule_id"], "pause")
+        ask(WorldQuery(op="link", id=g["id"], link={"schedule_id": sched["id"], "done": True}))
+        click.echo(f"goal {g['id']} accepted: schedule {sched['id']} paused "
+                   f"(`artoo schedule resume {sched['id']}` undoes it)")
+        return
+    if action.get("kind") == "storage":                     # SYSTEM: a report, nothing deleted
+        ask(WorldQuery(op="link", id=g["id"], link={"reported": True, "done": True}))
+        click.echo(f"goal {g['id']} accepted: {action.get('home')} holds "
+                   f"{action.get('total', 0) / 2**20:.0f} MiB; largest parts:")
+        for name, size in (action.get("parts") or {}).items():
+            click.echo(f"  {name:<24} {size / 2**20:10.1f} MiB")
+        click.echo("artoo deletes nothing by itself: archive or remove what you no longer need "
+                   "(stop it first: artoo down; `artoo tap verify` before archiving audit/)")
         return
     from .run import RunSession, _use_workspace, exit_code
     session = RunSession(settings, console, yes=yes)

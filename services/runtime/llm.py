@@ -35,7 +35,8 @@ log = logging.getLogger("artoo.llm")
 T = TypeVar("T", bound=BaseModel)
 
 ROLE_TIERS = {"perceiver": "BRAIN", "planner": "BRAIN", "metaval": "BRAIN",
-              "executor": "TOOL", "agentval": "TOOL", "memory": "TOOL", "dreamer": "TOOL"}
+              "executor": "TOOL", "agentval": "TOOL", "memory": "TOOL", "dreamer": "TOOL",
+              "world": "TOOL"}
 JSON_MODES = ("json_schema", "json_object_schema", "json_object", "none")
 LOCAL_MAX_TOKENS = 384     # default completion budget per call on the bundled local model
 LOCAL_TEMPERATURE = 0.0

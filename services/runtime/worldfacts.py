@@ -210,7 +210,8 @@ def tool_observations(tool: str, arguments: dict, target: str, output: str,
             elif w in ("cat", "head", "tail", "grep") and i + 1 < len(words):
                 files = [a for a in words[i + 1:i + 4] if _FILE.fullmatch(a)]
                 obs.reads += files[:1]
-                if files and w == "cat":
+                # the lines shown are that one file's own (grep/head/tail show a part of it)
+                if len(files) == 1 and not obs.settings:
                     obs.settings += [(files[0], k, v) for k, v in _SETTING.findall(output or "")
                                      if _INTERESTING.search(k)][:20]
     obs.writes = list(dict.fromkeys(p.strip() for p in obs.writes if p.strip()))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from protocol.settings import Settings
+from services.runtime.disk import tree_size
 
 from .paths import GLOB_CHARS, within
 
@@ -78,22 +79,6 @@ class UndoStore:
                 {"command": command, "subtask_id": subtask_id, "ts": time.time(),
                  "items": manifest}, indent=1))
         return f"undo copy kept for {len(items)} path(s)"
-
-
-def tree_size(path: str) -> int:
-    if os.path.islink(path) or not os.path.isdir(path):
-        try:
-            return os.lstat(path).st_size
-        except OSError:
-            return 0
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
 
 
 def undo_entries(settings: Settings, run_id: str) -> list[dict]:
