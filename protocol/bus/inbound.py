@@ -28,6 +28,8 @@ from .common import ALL, DEFER, LRU_CAP, Subscription
 log = logging.getLogger("artoo.bus")
 
 _NOBLOCK = int(zmq.NOBLOCK)
+_RAW_RECV = next((c.__dict__["recv"] for c in zmq.Socket.__mro__ if "recv" in c.__dict__),
+                 zmq.Socket.recv)
 
 
 class Inbound:
@@ -35,11 +37,13 @@ class Inbound:
 
     def _recv_frames(self) -> list[bytes]:
         """One message's frames (any number: a wrong count is the decoder's to reject)."""
-        sub = self._sub  # Frame.more is a third cheaper than getsockopt(RCVMORE) per frame
-        frame = sub.recv(_NOBLOCK, copy=False)
+        # Frame.more is a third cheaper than getsockopt(RCVMORE) per frame; the backend's recv
+        # skips pyzmq's Python-level wrapper
+        sub, recv = self._sub, _RAW_RECV
+        frame = recv(sub, _NOBLOCK, False)
         frames = [frame.bytes]
         while frame.more:
-            frame = sub.recv(_NOBLOCK, copy=False)
+            frame = recv(sub, _NOBLOCK, False)
             frames.append(frame.bytes)
         return frames
 
@@ -177,11 +181,14 @@ class Inbound:
     def _first_copy(self, mac: bytes) -> bool:
         """The replay filter: True the first time this exact frame (its MAC) is seen; a copy
         after that is counted in `duplicates` and not dispatched again."""
-        delivered = self._delivered
-        if mac in delivered:
+        delivered = self._delivered     # a SeenSet, its two generations read here directly
+        young = delivered.young
+        if mac in young or mac in delivered.old:
             self.duplicates += 1
             return False
-        delivered.add(mac)
+        young.add(mac)
+        if len(young) >= delivered.cap:
+            delivered.old, delivered.young = young, set()
         return True
 
     def _run_handler(self, sub: Subscription, env: Envelope, msg: Any, threaded: bool) -> None:
