@@ -47,10 +47,14 @@ class BusKeyError(RuntimeError):
 
 
 class Signer:
-    """HMAC-SHA256 with the key's inner and outer pads hashed once: per message only two
-    hashlib copies and updates (RFC 2104, bit-for-bit what hmac.digest computes)."""
+    """HMAC-SHA256 with the key's inner and outer pads hashed once, and the inner hash of each
+    recent topic's prefix (`u16be(len) + topic`) kept: per message only two hashlib copies, one
+    update over the payload as built and the outer digest (RFC 2104, bit-for-bit what
+    hmac.digest computes)."""
 
-    __slots__ = ("_inner", "_outer")
+    __slots__ = ("_inner", "_outer", "_topics")
+
+    TOPIC_CACHE = 4096   # topics carry task ids: bounded, cleared when full
 
     def __init__(self, key: bytes):
         if len(key) > _BLOCK:
@@ -58,11 +62,18 @@ class Signer:
         key = key.ljust(_BLOCK, b"\0")
         self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
+        self._topics: dict[bytes, "hashlib._Hash"] = {}
 
     def mac(self, topic: bytes, payload: bytes) -> bytes:
-        inner = self._inner.copy()
-        inner.update(_TOPIC_LEN.pack(len(topic)))
-        inner.update(topic)
+        head = self._topics.get(topic)
+        if head is None:
+            if len(self._topics) >= self.TOPIC_CACHE:
+                self._topics.clear()
+            head = self._inner.copy()
+            head.update(_TOPIC_LEN.pack(len(topic)))
+            head.update(topic)
+            self._topics[bytes(topic)] = head
+        inner = head.copy()
         inner.update(payload)             # the payload as built (or received): never copied
         outer = self._outer.copy()
         outer.update(inner.digest())

@@ -13,10 +13,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+import msgspec
 import zmq
 
 from .. import curve, fastpath, routes, signing, tracecontext
-from ..envelope import NO_TASK, Envelope, ProtocolError, decode, encode, topic_for
+from ..envelope import NO_TASK, PROTOCOL_VERSION, Envelope, ProtocolError, decode, topic_for
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
 from .common import ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, SeenSet, Subscription
@@ -33,6 +34,7 @@ _DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itsel
 # The backend's send, under pyzmq's sugar (which only adds routing_id/group handling we never
 # use): half the cost per frame, three frames per message.
 _FLAT = fastpath.flat_types()   # bodies that are the model's own __dict__ (fastpath.py)
+_ENCODE = msgspec.msgpack.Encoder().encode  # = envelope.encode's; used under the send lock only
 _RAW_SEND = next((c.__dict__["send"] for c in zmq.Socket.__mro__[1:] if "send" in c.__dict__),
                  zmq.Socket.send)
 
@@ -93,6 +95,7 @@ class BusClient(Inbound):
         self._in_flight_lock = threading.Lock()
 
         self._outq: queue.SimpleQueue = queue.SimpleQueue()
+        self._batch: list[tuple[bytes, dict]] = []  # acks + heartbeat, sent at a wake-up's end
         self._wake_fd = -1                  # an eventfd from start() until stop()
         self._wake_pending = False          # coalesces wake-ups: one eventfd write per drain
         self._send_lock = threading.Lock()  # guards the PUB socket, _seq and _pending inserts
@@ -235,13 +238,22 @@ class BusClient(Inbound):
         """Fire-and-forget publish; returns the message id. `node` directs it to one process.
         `as_role`: a process hosting two roles (the effector: executor + agentval) speaks as one.
         `msg_id`: re-publish under an id chosen earlier (receivers de-dup by id)."""
-        env = self._envelope(msg, task, to, corr, reply_to, trace, as_role, msg_id)
-        topic = topic_for(env.type, env.task, node)
+        tname, body, task, trace = self._body(msg, task, trace)
+        mid = msg_id or f"{self._id_prefix}{next(self._id_counter):x}"
+        topic = topic_for(tname, task, node)
         if self._pub_live and not self._stop.is_set():
-            self._send_env(env, topic)  # the hot path: no hop through the loop thread
+            # the hot path: the wire map built here and encoded under the send lock at once (no
+            # Envelope object, no copy of a flat body, no hop through the loop thread)
+            self._send_wire(topic, {"v": PROTOCOL_VERSION, "id": mid, "ts": time.time(),
+                                    "type": tname, "from": as_role or self.role,
+                                    "node": self.node, "seq": 0, "task": task, "to": to,
+                                    "corr": corr, "reply_to": reply_to, "trace": trace,
+                                    "body": body})
         else:
-            self._submit(("pub", env, topic, None))
-        return env.id
+            self._submit(("pub", Envelope(tname, dict(body), as_role or self.role, self.node, 0,
+                                          task, mid, time.time(), to, corr, reply_to, trace),
+                          topic, None))
+        return mid
 
     def new_id(self) -> str:
         return f"{self._id_prefix}{next(self._id_counter):x}"
@@ -330,18 +342,29 @@ class BusClient(Inbound):
     # ------------------------------------------------------------------------------------------
     # internals: envelope and queue
     # ------------------------------------------------------------------------------------------
-    def _envelope(self, msg: Body, task, to, corr, reply_to, trace,
-                  as_role: str | None = None, msg_id: str | None = None) -> Envelope:
+    def _body(self, msg: Body, task: str | None, trace: str | None
+              ) -> tuple[str, dict, str, str | None]:
+        """(type name, body map, task, trace) of a message about to be sent. A flat body is the
+        model's own `__dict__` (fastpath.py), not copied: a caller that keeps it copies it."""
         tname = type(msg).__name__
-        if tname not in MESSAGE_TYPES:
+        if tname in _FLAT:
+            body = msg.__dict__
+        elif tname in MESSAGE_TYPES:
+            body = msg.__pydantic_serializer__.to_python(msg)  # = dump_body(msg)
+        else:
             raise ValueError(f"{tname} is not a catalogue message type")
         if task is None:
             task = getattr(msg, "task_id", None) or getattr(msg, "parent_task_id", None) or NO_TASK
         if trace is None and self.tracing:
             trace = tracecontext.current(task)
-        body = dict(msg.__dict__) if tname in _FLAT else msg.__pydantic_serializer__.to_python(msg)
-        return Envelope(tname, body,  # = dump_body(msg)
-                        as_role or self.role, self.node, 0, task,
+        return tname, body, task, trace
+
+    def _envelope(self, msg: Body, task, to, corr, reply_to, trace,
+                  as_role: str | None = None, msg_id: str | None = None) -> Envelope:
+        tname, body, task, trace = self._body(msg, task, trace)
+        if body is msg.__dict__:
+            body = dict(body)
+        return Envelope(tname, body, as_role or self.role, self.node, 0, task,
                         msg_id or f"{self._id_prefix}{next(self._id_counter):x}", time.time(), to,
                         corr, reply_to, trace)
 
@@ -393,36 +416,49 @@ class BusClient(Inbound):
 
     def _send_env(self, env: Envelope, topic: bytes, pending: Pending | None = None
                   ) -> list[bytes]:
+        wire = env.to_wire()
+        frames = self._send_wire(topic, wire, pending)
+        env.seq = wire["seq"]
+        return frames
+
+    def _send_wire(self, topic: bytes, wire: dict, pending: Pending | None = None
+                   ) -> list[bytes]:
+        with self._send_lock:
+            return self._send_wire_locked(topic, wire, pending)
+
+    def _send_wire_locked(self, topic: bytes, wire: dict, pending: Pending | None = None
+                          ) -> list[bytes]:
+        """Number, encode, sign and send one envelope (its wire map, `seq` filled in here); the
+        caller holds the send lock, which keeps each stream's sequence in order on the wire."""
         stream = topic.split(b"/", 1)[0]  # = stream_of(topic), inlined on the hot path
         seqs = self._seq
-        with self._send_lock:
-            seq = env.seq = seqs.get(stream, 0) + 1
-            seqs[stream] = seq
-            if len(seqs) > LRU_CAP:  # directed streams to short-lived effectors come and go
-                for key in list(seqs)[: len(seqs) // 2]:
-                    if key.startswith(b"@"):
-                        del seqs[key]
-            payload = encode(env)
-            signer = self._signer
-            # the MAC over the bytes just built, sent as they are: no re-serialization, no copy
-            frames = [topic, payload] if signer is None else [topic, payload,
-                                                               signer.mac(topic, payload)]
-            if pending is not None:
-                pending.frames = frames
-                self._pending[env.id] = pending
-            if self._pub_live:
-                try:
-                    # plain sends: pyzmq's send_multipart costs twice as much per small message
-                    pub, send = self._pub, _RAW_SEND
-                    send(pub, topic, _SNDMORE)
-                    if signer is None:
-                        send(pub, payload)
-                    else:
-                        send(pub, payload, _SNDMORE)
-                        send(pub, frames[2])
-                    self.sent += 1
-                except zmq.ZMQError as exc:  # HWM with NODROP, or the context going away
-                    self._note("send_error", f"send failed: {exc}")
+        seq = wire["seq"] = seqs.get(stream, 0) + 1
+        seqs[stream] = seq
+        if len(seqs) > LRU_CAP:  # directed streams to short-lived effectors come and go
+            for key in list(seqs)[: len(seqs) // 2]:
+                if key.startswith(b"@"):
+                    del seqs[key]
+        payload = _ENCODE(wire)   # = envelope.encode: the same bytes; one encoder, under the lock
+        signer = self._signer
+        # the MAC over the bytes just built, sent as they are: no re-serialization, no copy
+        frames = [topic, payload] if signer is None else [topic, payload,
+                                                           signer.mac(topic, payload)]
+        if pending is not None:
+            pending.frames = frames
+            self._pending[wire["id"]] = pending
+        if self._pub_live:
+            try:
+                # plain sends: pyzmq's send_multipart costs twice as much per small message
+                pub, send = self._pub, _RAW_SEND
+                send(pub, topic, _SNDMORE)
+                if signer is None:
+                    send(pub, payload)
+                else:
+                    send(pub, payload, _SNDMORE)
+                    send(pub, frames[2])
+                self.sent += 1
+            except zmq.ZMQError as exc:  # HWM with NODROP, or the context going away
+                self._note("send_error", f"send failed: {exc}")
         return frames
 
     def _send_frames(self, frames: list[bytes]) -> None:
@@ -454,10 +490,22 @@ class BusClient(Inbound):
 
     def _ack(self, env: Envelope, ok: bool = True, error: str | None = None,
              role: str | None = None) -> None:
-        ack = Envelope(type="Ack", body={"ack_id": env.id, "ok": ok, "error": error},
-                       sender=role or self.role, node=self.node, task=env.task, id=self.new_id(),
-                       ts=time.time(), to=env.sender, corr=env.id)
-        self._send_env(ack, topic_for("Ack", node=env.node))
+        """Queue the ack of a handled work message (loop thread): the acks of one wake-up go out
+        together at its end (_flush_batch), one lock for all, off the per-message path."""
+        self._batch.append((topic_for("Ack", node=env.node), {
+            "v": PROTOCOL_VERSION, "id": self.new_id(), "ts": time.time(), "type": "Ack",
+            "from": role or self.role, "node": self.node, "seq": 0, "task": env.task,
+            "to": env.sender, "corr": env.id, "reply_to": None, "trace": None,
+            "body": {"ack_id": env.id, "ok": ok, "error": error}}))
+
+    def _flush_batch(self) -> None:
+        """Send the acks and the heartbeat queued during this wake-up of the loop."""
+        batch = self._batch
+        if batch:
+            self._batch = []
+            with self._send_lock:
+                for topic, wire in batch:
+                    self._send_wire_locked(topic, wire)
 
     def _send_hello(self) -> None:
         if not self._hello_nonce:
@@ -538,15 +586,18 @@ class BusClient(Inbound):
                     timeout_ms = min(timeout_ms,
                                      max(0, int((hb_next - now) * 1000)) if self.heartbeat_enabled
                                      else timeout_ms)
+                self._flush_batch()    # the acks of the last wake-up, the heartbeat
                 events = dict(poller.poll(timeout_ms))
                 if self._sub in events:
+                    # drain the socket: every message already queued is handled in this wake-up
+                    recv_frames, on_frames = self._recv_frames, self._on_frames
                     for _ in range(1000):  # bounded batch keeps timers and the queue served
                         try:
-                            frames = self._recv_frames()
+                            frames = recv_frames()
                         except zmq.Again:
                             break
                         try:
-                            self._on_frames(frames)
+                            on_frames(frames)
                         except Exception as exc:  # survive any input, whatever it trips over
                             self.rejected["internal"] += 1
                             log.exception("%s: frame handling failed: %s", self.node, exc)
@@ -569,6 +620,10 @@ class BusClient(Inbound):
             self._start_error = RuntimeError("bus loop crashed")
             self._ready.set()
         finally:
+            try:
+                self._flush_batch()    # acks of the last wake-up still leave
+            except Exception:
+                pass
             self._stopped.set()
             with self._send_lock:
                 self._pub_live = False
@@ -607,8 +662,11 @@ class BusClient(Inbound):
                        gaps=dict(self.gaps.most_common(20)), rejected=dict(self.rejected),
                        received=self.received, sent=self.sent, unacked=len(self._pending),
                        lost=self.lost, info=info)
-        env = self._envelope(hb, f"{self.role}", None, None, None, None)
-        self._send_env(env, topic_for("Heartbeat", self.role))
+        tname, body, task, trace = self._body(hb, self.role, None)
+        self._batch.append((topic_for("Heartbeat", task), {
+            "v": PROTOCOL_VERSION, "id": self.new_id(), "ts": time.time(), "type": tname,
+            "from": self.role, "node": self.node, "seq": 0, "task": task, "to": None,
+            "corr": None, "reply_to": None, "trace": trace, "body": body}))
 
     def _resend_due(self, now: float) -> None:
         s = self.settings

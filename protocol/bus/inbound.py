@@ -28,6 +28,8 @@ from .common import ALL, DEFER, LRU_CAP, Subscription
 log = logging.getLogger("artoo.bus")
 
 _NOBLOCK = int(zmq.NOBLOCK)
+_RAW_RECV = next((c.__dict__["recv"] for c in zmq.Socket.__mro__ if "recv" in c.__dict__),
+                 zmq.Socket.recv)
 
 
 class Inbound:
@@ -35,11 +37,13 @@ class Inbound:
 
     def _recv_frames(self) -> list[bytes]:
         """One message's frames (any number: a wrong count is the decoder's to reject)."""
-        sub = self._sub  # Frame.more is a third cheaper than getsockopt(RCVMORE) per frame
-        frame = sub.recv(_NOBLOCK, copy=False)
+        # Frame.more is a third cheaper than getsockopt(RCVMORE) per frame; the backend's recv
+        # skips pyzmq's Python-level wrapper
+        sub, recv = self._sub, _RAW_RECV
+        frame = recv(sub, _NOBLOCK, False)
         frames = [frame.bytes]
         while frame.more:
-            frame = sub.recv(_NOBLOCK, copy=False)
+            frame = recv(sub, _NOBLOCK, False)
             frames.append(frame.bytes)
         return frames
 
@@ -101,46 +105,20 @@ class Inbound:
             subs = (subs or []) + self._wildcard
         if not subs:
             return
+        elsewhere = not mine and topic[:1] == b"@"  # directed at another process
         body = None
         fresh = None  # this exact frame not dispatched before (None: not looked up yet)
         for sub in subs:
-            if sub.plain:  # the hot path: a plain observer, run here on the loop thread
-                if not mine and topic[:1] == b"@":
+            if not sub.plain:  # a plain observer has none of these filters: the hot path
+                if sub.task and env.task != sub.task:
                     continue
-                if body is None:
-                    try:
-                        body = parse_body(env)
-                    except ProtocolError as exc:
-                        self._reject(exc)
-                        return
-                if self._signer is not None and not sub.every_copy:
-                    if fresh is None:
-                        mac = frames[2]
-                        fresh = mac not in self._delivered
-                        if fresh:
-                            self._delivered.add(mac)
-                        else:
-                            self.duplicates += 1
-                    if not fresh:
-                        continue
-                # the handler runs in the message's trace context (only with tracing on)
-                token = tracecontext.enter(env.trace, env.task) if self.tracing else None
-                try:
-                    sub.fn(env, body)
-                except Exception:
-                    self.handler_errors += 1
-                    log.exception("%s: handler for %s failed", self.node, env.type)
-                finally:
-                    if token is not None:
-                        tracecontext.CURRENT.reset(token)
+                if elsewhere and sub.type_name != ALL:
+                    continue
+                if sub.partition and (not self.owns(env.task) or (
+                        sub.ack and self.membership.fenced(env.task, env.ts))):
+                    continue  # not ours (or not yet: membership.py); unacknowledged, so re-sent
+            elif elsewhere:
                 continue
-            if sub.task and env.task != sub.task:
-                continue
-            if sub.type_name != ALL and topic.startswith(b"@") and not mine:
-                continue  # directed at another process
-            if sub.partition and (not self.owns(env.task) or (
-                    sub.ack and self.membership.fenced(env.task, env.ts))):
-                continue  # not ours (or not yet: membership.py); unacknowledged, so re-sent
             if sub.raw:
                 msg = None
             else:
@@ -151,45 +129,67 @@ class Inbound:
                         self._reject(exc)
                         return
                 msg = body
-            if sub.when is not None:
-                try:
-                    if not sub.when(env, msg):
+            if not sub.plain:
+                if sub.when is not None:
+                    try:
+                        if not sub.when(env, msg):
+                            continue
+                    except Exception:
                         continue
-                except Exception:
-                    continue
-            if sub.request:
-                cached = self._replies.get(env.id)
-                if cached is not None:
-                    self._send_frames(cached)
-                    continue
-                if env.id in self._answering:
-                    continue  # a re-sent request whose first copy is still being answered
-                self._answering.add(env.id)
-            if sub.ack:
-                state = self._seen.get(env.id)
-                if state == "done":
-                    self._ack(env, role=sub.ack_role)
-                    continue
-                if state == "running":
-                    continue
-                self._seen.put(env.id, "running")
-                self.busy[env.task] += 1
-            elif not sub.request and self._signer is not None and not sub.every_copy:
+                if sub.request:
+                    cached = self._replies.get(env.id)
+                    if cached is not None:
+                        self._send_frames(cached)
+                        continue
+                    if env.id in self._answering:
+                        continue  # a re-sent request whose first copy is still being answered
+                    self._answering.add(env.id)
+                if sub.ack:
+                    state = self._seen.get(env.id)
+                    if state == "done":
+                        self._ack(env, role=sub.ack_role)
+                        continue
+                    if state == "running":
+                        continue
+                    self._seen.put(env.id, "running")
+                    self.busy[env.task] += 1
+            # the replay filter (signing on): a handler that neither acknowledges nor answers
+            # gets a byte-identical frame once, unless it asked for every copy
+            if (self._signer is not None and not sub.ack and not sub.request
+                    and not sub.every_copy):
                 if fresh is None:
-                    mac = frames[2]
-                    fresh = mac not in self._delivered
-                    if fresh:
-                        self._delivered.add(mac)
-                    else:
-                        self.duplicates += 1
+                    fresh = self._first_copy(frames[2])
                 if not fresh:
                     continue
-            if sub.threaded:
+            if sub.plain:  # run here on the loop thread, in the message's trace context
+                token = tracecontext.enter(env.trace, env.task) if self.tracing else None
+                try:
+                    sub.fn(env, msg)
+                except Exception:
+                    self.handler_errors += 1
+                    log.exception("%s: handler for %s failed", self.node, env.type)
+                finally:
+                    if token is not None:
+                        tracecontext.CURRENT.reset(token)
+            elif sub.threaded:
                 with self._in_flight_lock:
                     self._in_flight += 1
                 self._pool.submit(self._run_handler, sub, env, msg, True)
             else:
                 self._run_handler(sub, env, msg, False)
+
+    def _first_copy(self, mac: bytes) -> bool:
+        """The replay filter: True the first time this exact frame (its MAC) is seen; a copy
+        after that is counted in `duplicates` and not dispatched again."""
+        delivered = self._delivered     # a SeenSet, its two generations read here directly
+        young = delivered.young
+        if mac in young or mac in delivered.old:
+            self.duplicates += 1
+            return False
+        young.add(mac)
+        if len(young) >= delivered.cap:
+            delivered.old, delivered.young = young, set()
+        return True
 
     def _run_handler(self, sub: Subscription, env: Envelope, msg: Any, threaded: bool) -> None:
         ok, error, result = True, None, None

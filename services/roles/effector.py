@@ -219,6 +219,21 @@ class Effector:
                     return ("final", self.outcome)
 
 
+def warm_schemas() -> None:
+    """Build the JSON schemas R3 and R4a send with every call (llm._schema_for caches them per
+    process) before the zygote forks: each forked effector otherwise rebuilds them on its first
+    call, on the subtask's path."""
+    from services.runtime import llm
+    from .agentval import ValidatorReply
+    from .executor import ExecutorStep
+    for model in (ExecutorStep, ValidatorReply):
+        try:
+            llm._schema_for(model)
+            llm._grammar_schema_for(model)
+        except Exception:  # noqa: BLE001 - an optimisation: the call builds it then
+            log.debug("schema warm-up of %s failed", model.__name__, exc_info=True)
+
+
 def build_llms(settings: Settings) -> dict[str, LLMClient]:
     """The LLM clients of an effector (built once in the spawner's zygote when possible): R3,
     R4a, and R4a's independent checker (its own role name, so its cost shows apart)."""

@@ -26,6 +26,11 @@ def configure_logging(role: str) -> None:
     level = logging.DEBUG if os.environ.get("ARTOO_DEBUG") else logging.INFO
     logging.basicConfig(stream=sys.stdout, level=level,
                         format=f"%(asctime)s {role}[%(process)d] %(levelname)s %(name)s: %(message)s")
+    if level > logging.DEBUG:
+        # The HTTP client logs every LLM request at INFO: a formatted line and a write on the
+        # task's path per call, which the LlmUsage telemetry already records.
+        for name in ("httpx", "httpx2"):
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 # the roles whose instances share tasks by partition (numprocs in supervisord.conf), maybe on
