@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import threading
 import time
@@ -328,7 +327,7 @@ class Dispatcher:
             self._offer(plan, st)
 
     def _calls_left(self, plan: TaskPlan) -> int | None:
-        from .ggs import calls_left
+        from .callbudget import calls_left
         return calls_left(self.settings, plan.task_id, plan.spec.options.max_llm_calls)
 
     def _prior_outputs(self, plan: TaskPlan) -> str:

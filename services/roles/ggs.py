@@ -33,12 +33,13 @@ import click
 from pydantic import BaseModel, Field
 
 from protocol.bus import DEFER, BusClient
+from services.roles.callbudget import ROUND_MIN_CALLS, budget_field
 from protocol.messages import (MESSAGE_TYPES, FinalResult, LlmUsage, LossBreakdown, MemoryWrite,
                                Megram, OutcomeSummary, PlanDirective, PlanningFailed, ReplanRequest,
                                SubTaskOutcome, TaskCancel, TaskSpec)
 from protocol.settings import Settings, env_name, load_settings
 
-from services.runtime import local_model, tasklog, telemetry
+from services.runtime import tasklog, telemetry
 from . import loss
 from services.runtime.takeover import Takeover
 from .ggs_takeover import Takeovers
@@ -50,28 +51,6 @@ log = logging.getLogger("artoo.ggs")
 ROLE = "ggs"
 HANDLED_IDS_KEPT = 32          # message ids remembered per task (re-delivery after a restart)
 SUGGESTION = "Consider breaking the task into smaller steps or retrying with more specific instructions."
-
-
-ROUND_MIN_CALLS = 2        # a round: one executor call and one independent check
-
-
-def budget_field(env) -> str:
-    """The setting that holds a task's default LLM call budget: the bundled model's own when the
-    executor tier runs on it (no TOOL_BASE_URL / OPENAI_BASE_URL)."""
-    return "local_task_llm_calls" if local_model.tier_uses_local("TOOL", env) else "task_llm_calls"
-
-
-def calls_left(settings, task_id: str, max_llm_calls: Optional[int]) -> Optional[int]:
-    """What is left of a task's LLM call budget (the run's --max-llm-calls, else the setting
-    `budget_field` names), counted from the task log's llm_call events; None = no bound."""
-    budget = max_llm_calls
-    if budget is None:
-        budget = getattr(settings, budget_field(os.environ))
-    if not budget:
-        return None
-    spent = sum(1 for ev in tasklog.read(settings.tasks_dir, task_id)
-                if ev.get("kind") == "llm_call")
-    return max(0, budget - spent)
 
 
 class TaskState(BaseModel):

@@ -31,7 +31,7 @@ from protocol.settings import Settings
 
 from services.runtime import tasklog, telemetry
 from .dispatcher import render_output
-from .ggs import calls_left
+from .callbudget import calls_left
 from services.safety.tools import head_tail
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role

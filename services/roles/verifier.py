@@ -27,16 +27,15 @@ the evidence), or failed (with a correction that shows both outputs).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Optional
 
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
@@ -47,7 +46,8 @@ from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missin
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import datafiles, evidence as ev, mcp, referents, sandbox
+from services.safety import datafiles, evidence as ev, mcp, referents
+from .confirm import _norm_cmd, _outputs, _read, _state, confirm
 from .law0report import Law0Report, answer_text, claims_absence, record_flaw
 from services.safety.law1 import READ_ONLY, classify
 from services.safety.tools import Toolbox, ToolOutput, head_tail
@@ -69,6 +69,8 @@ class DerivedCheck:
 
 class Verifier:
     """The Law 0 checks of one subtask (all its attempts)."""
+
+    _confirm = confirm              # k-of-N (services/roles/confirm.py)
 
     def __init__(self, subtask: SubTask, llm, settings: Settings, *, goal: str = ""):
         self.subtask = subtask
@@ -479,119 +481,6 @@ class Verifier:
                        "names, and answer from what you find; reply NOT POSSIBLE only if a "
                        "search of the contents prints nothing")
 
-    def _confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, *,
-                 independent_of: bool = False) -> None:
-        """k-of-N on the checker: one derivation that agrees is one model's opinion, and a
-        checker that writes the same program as the executor shares its mistakes. "verified"
-        stands only if a second derivation in the other form (shell COMMAND vs PYTHON program)
-        agrees as well. One that crashed is asked once more. One that could not settle it
-        (printed nothing, or agreed only by the executor's method) gives way to one more sample
-        in the first form, at a temperature that lets it take another way, if it reads the data
-        otherwise than the first check; one that derived something else is a contradiction, and
-        no third sample outvotes it. With `independent_of`, the first check agreed using the
-        executor's own method (or after the executor saw its output): then only a confirming
-        derivation of another method than the executor's counts, and it turns the result
-        verified; a contradicting one fails it (`report.void`). Otherwise the result is done but
-        unverified, saying what the checks printed."""
-        first = self.derived
-        assert first is not None
-        if sandbox.status(self.settings).mode != "bubblewrap":
-            if not independent_of:
-                report.kind = "unverified"
-                report.unverified.append("no second check in another form (a checking program "
-                                         "needs the tool sandbox)")
-            return
-        shell = [r.target for r in records if r.tool == "shell"]
-        second = self.derive_as(not first.program)
-        if not second.available and second.command and "budget" not in second.why_unavailable:
-            # a check that crashed is no check: the other form is asked once more, freer
-            again = self.derive_as(not first.program, temperature=RESAMPLE_TEMPERATURE)
-            if again.available:
-                second = again
-        doubt = self._confirms(report, records, file, second, shell, independent_of)
-        against = second if doubt and second.disagreed else None
-        if doubt and against is None:
-            # k-of-N: a second check that could not settle it (it derived nothing, or agreed
-            # only by the executor's method) gives way to one more sample in the first form,
-            # freer; it counts only if it reads the data otherwise than the first check (the
-            # same reading repeats the same mistake). A second check that derived something
-            # else is a contradiction no majority outvotes: "verified" is never a vote.
-            third = self.derive_as(first.program, temperature=RESAMPLE_TEMPERATURE)
-            same = third.available and (
-                _norm_cmd(third.command) == _norm_cmd(first.command) or independence.doubts(
-                    "the resample", third.command, [first.command],
-                    root=self.before_dir or self.workspace, names=self.names,
-                    files=self.before, verified=True))
-            if same:
-                doubt += "; a resample in the first form read the data the first check's way"
-            else:
-                again = self._confirms(report, records, file, third, shell, independent_of)
-                doubt = f"{doubt}; {again}" if again else ""
-        if doubt and against is not None and report.void:
-            # the agreement was no evidence and the one independent check contradicts the
-            # result: contradicted is not done
-            shown = head_tail(against.output.strip(), 300)
-            report.kind = "failed"
-            report.disagreement = True
-            report.evidence = (f"the only independent check (`{against.command}`) disagrees "
-                               f"(printed: {shown}); the agreeing check was no evidence "
-                               f"({report.doubts[0]})")
-            report.what_was_wrong = (f"your result does not agree with an independent check: "
-                                     f"`{against.command}` printed: {shown}")
-            report.what_to_do = ("find which is right with another command that reads the "
-                                 "inputs another way, then give the result the goal asks for")
-            return
-        if not doubt:
-            if independent_of:
-                report.kind = "verified"
-                report.unverified = [u for u in report.unverified if u not in report.doubts]
-            return
-        report.kind = "unverified"
-        report.unverified.append(doubt)
-
-    def _confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
-                  check: DerivedCheck, shell: list[str], independent_of: bool) -> str:
-        """'' when the derivation `check` confirms the result (and, with `independent_of`, was
-        not the executor's own method); else why not."""
-        form = "program" if check.program else "command"
-        if not check.available:
-            return f"a second independent check in another form: {check.why_unavailable}"
-        shown = head_tail(check.output.strip(), 200) or "(nothing)"
-        first = self.derived
-        if first.effects is not None:
-            ok = check.effects is not None and \
-                _state(check.effects) == _state(ev.snapshot(self.workspace))
-        elif file:
-            ok = bool(check.output.strip()) and ev.same_content(
-                _read(os.path.join(self.workspace, file)), check.output)
-        else:
-            ok = not ev.is_absence(check.output) and ev.agree(
-                report.answer, check.output, goal=self.goal,
-                data=[o for _, o in _outputs(records)] + [first.output, check.output]).agree
-        report.checks.append(f"second independent check ({form}) `{check.command}` "
-                             f"printed: {shown}")
-        # derived something of the result's shape and disagrees: for a change goal, a copy it
-        # changed otherwise; for an answer, as many values (a list of ids printed for a count is
-        # a check that went astray, not a contradiction)
-        check.disagreed = not ok and (
-            check.effects is not None if first.effects is not None else
-            not ev.is_absence(check.output) and (bool(file) or len(ev.answer_values(
-                check.output)) == len(ev.answer_values(report.answer))))
-        if not ok:
-            return (f"a second independent check in another form (`{check.command}`) does not "
-                    f"agree; it printed: {shown}")
-        if independent_of:
-            # both ways: a command looking for the program's value reads the data its way too
-            echo = [d for a, b in [(check.command, shell)] + [(c, [check.command]) for c in shell]
-                    for d in independence.doubts("the result", a, b,
-                                                 root=self.before_dir or self.workspace,
-                                                 names=self.names, files=self.before,
-                                                 verified=True)]
-            if echo:
-                return f"the second check agrees, but not independently: {echo[0]}"
-        report.evidence += f"; a second check in another form agrees (`{check.command}`)"
-        return ""
-
     def _names_missing(self, error: str) -> bool:
         """A check that failed on what the goal names and the workspace lacks has found an
         absence: a key (`KeyError: 'rating'`) that is one of the goal's absent terms, or a path
@@ -750,38 +639,13 @@ def _void(report: Law0Report, why: str) -> None:
     report.void = True
 
 
-def _state(files: dict[str, ev.FileState]) -> dict[str, Any]:
-    """Paths and contents (the hash; the size where the file was too big to hash): what two
-    copies of a workspace must share, whatever their mtimes."""
-    return {p: f.digest or f.size for p, f in files.items()}
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def _raw(answer: str, records: list[ToolCallRecord]) -> bool:
     """An answer that is nothing but a tool's output (or nothing at all)."""
     text = (answer or "").strip()
     return ev.is_absence(text) or any(text == (r.output or "").strip() for r in records)
 
 
-def _outputs(records: list[ToolCallRecord]) -> list[tuple[str, str]]:
-    """(what the call spelt out, what it printed) of the successful calls."""
-    return [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")
-            for r in records if not r.error or ev.no_match(r.error)]
-
-
-def _norm_cmd(command: str) -> str:
-    return " ".join((command or "").split())
-
-
 COPY_PREFIX = "artoo-before-"
-RESAMPLE_TEMPERATURE = 0.7     # a derivation that could not run is asked once more, freer
 
 
 def sweep_stale_copies() -> None:
