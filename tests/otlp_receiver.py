@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import gzip
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest, ExportTraceServiceResponse)
+from waiting import wait_on
 
 
 def _value(v) -> Any:
@@ -109,16 +109,7 @@ class OtlpReceiver:
             return [s for s in self.spans if s.attrs.get("artoo.task.id") == task]
 
     def wait_for(self, pred: Callable[[], Any], timeout: float = 30.0, what: str = "spans"):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                value = pred()
-                if value:
-                    return value
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"timed out waiting for {what}")
-                self.cond.wait(min(left, 0.5))
+        return wait_on(self.cond, pred, timeout, what, 0.5)
 
     def __enter__(self) -> "OtlpReceiver":
         self.thread.start()

@@ -26,6 +26,7 @@ from protocol.messages import (EffectorExited, EffectorStarted, SubTaskClaim, Su
                                UserRequest, RunOptions)
 from protocol.settings import load_settings
 from scripted_llm import ScriptedLLM
+from waiting import wait_on
 
 
 class Recorder:
@@ -51,16 +52,7 @@ class Recorder:
                     if (type_name is None or e.type == type_name) and (task is None or e.task == task)]
 
     def wait_for(self, pred: Callable[[], Any], timeout: float = 20.0, what: str = "condition"):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                value = pred()
-                if value:
-                    return value
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(f"timed out waiting for {what}")
-                self.cond.wait(min(remaining, 0.2))
+        return wait_on(self.cond, pred, timeout, what, 0.2)
 
     def wait_type(self, type_name: str, task: str | None = None, n: int = 1,
                   timeout: float = 20.0) -> list:
