@@ -654,3 +654,76 @@ def test_a_change_goal_is_checked_against_a_copy_the_check_changed(settings, ws)
     j = av.judge(result([run(settings, "python3 -c 'print(1)'")], "deleted b.tmp"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
     assert any("on a copy of the workspace: deleted: b.tmp" in c for c in j.outcome.checks)
+
+
+# The other form on tabular data: an SQL query over tables code loaded (services/roles/sqlcheck.py)
+NORWAY_SQL = "FILE: none\nSQL: SELECT SUM(population) FROM cities WHERE country = 'Norway';"
+
+
+def test_the_second_check_on_tabular_data_is_a_query_over_the_loaded_tables(settings, ws):
+    """Where the other form would be a shell one-liner on a CSV (which the small model splits
+    on quoted commas, header and all), the checker states the logic as SQL and code reads the
+    file: the query's rows confirm the result, and reports show the query, not its loader."""
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    llm_av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
+                       SUM_PY, NORWAY_SQL)
+    j = llm_av.judge(result([run(settings, SUM)], "985000"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    second = [c for c in j.outcome.checks if c.startswith("second independent check (query)")]
+    assert second == ["second independent check (query) `SQL SELECT SUM(population) FROM "
+                      "cities WHERE country = 'Norway'` printed: 985000"], j.outcome.checks
+    prompt = llm_av.verifier.llm.prompts[1]
+    assert "cities (cities.csv, 3 rows): city TEXT, population INTEGER, country TEXT" in prompt
+    assert "Workspace files" not in prompt
+    # a query that derives something else leaves it unverified, and says what it printed
+    av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
+                   SUM_PY, NORWAY_SQL.replace("Norway", "France"))
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    assert j.kind == "matched" and not j.outcome.verified
+    assert any("(`SQL SELECT SUM(population) FROM cities WHERE country = 'France'`) does not "
+               "agree; it printed: 520000" in u for u in j.outcome.unverified), j.outcome
+
+
+def test_a_query_reads_quoted_fields_and_compares_numbers_by_value(settings, ws):
+    # a quoted comma and a header defeat `awk -F,`; the loader reads them as CSV. The file the
+    # executor wrote says 900.0 where the query prints 900: the same number
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    from services.roles.programs import python_command
+    (settings.workspace / "sales.csv").write_text(
+        'region,customer,amount\nnorth,"Doe, Jane",400\nsouth,Ann,50.5\nnorth,Bo,500\n')
+    goal = "Write each region of sales.csv and its total amount, as region,total lines " \
+           "sorted by region, to totals.csv"
+    program = ("import csv\nt = {}\nfor r in list(csv.reader(open('sales.csv')))[1:]:\n"
+               "    t[r[0]] = t.get(r[0], 0) + float(r[2])\n"
+               "with open('totals.csv', 'w') as f:\n"
+               "    for k in sorted(t):\n        f.write(f'{k},{t[k]}\\n')")
+    check = ("FILE: totals.csv\nPYTHON:\nimport csv\nt = {}\n"
+             "for r in csv.DictReader(open('sales.csv')):\n"
+             "    t[r['region']] = t.get(r['region'], 0) + float(r['amount'])\n"
+             "for k in sorted(t):\n    print(f'{k},{t[k]}')")
+    query = ("FILE: totals.csv\nSQL:\n```sql\nSELECT region, SUM(amount) FROM sales "
+             "GROUP BY region ORDER BY region;\n```\nThis sums each region.")
+    av = validator(settings, goal, check, query)
+    j = av.judge(result([run(settings, python_command(program))], "done"))
+    assert (settings.workspace / "totals.csv").read_text() == "north,900.0\nsouth,50.5\n"
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    assert "second independent check (query) `SQL SELECT region, SUM(amount) FROM sales GROUP " \
+           "BY region ORDER BY region` printed: north,900\nsouth,50.5" in j.outcome.checks
+
+
+def test_a_query_that_reads_the_programs_way_on_misleading_data_is_not_independent(settings, ws):
+    # executor and first check compare status with 'shipped' where the data also spells it
+    # 'Shipped': their agreement needs an independent check, and a query looking for the same
+    # value in the same column is the same reading, whatever the language
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    from services.roles.programs import python_command
+    (settings.workspace / "orders.csv").write_text("id,status\n1,shipped\n2,Shipped\n3,shipped\n")
+    count = ("import csv\nprint(sum(r['status'] == 'shipped' for r in "
+             "csv.DictReader(open('orders.csv'))))")
+    check = ("FILE: none\nPYTHON:\nimport csv\nn = 0\nfor r in csv.DictReader(open('orders.csv')):"
+             "\n    if r['status'] == 'shipped':\n        n += 1\nprint(n)")
+    av = validator(settings, "How many orders in orders.csv have status shipped?", check,
+                   "FILE: none\nSQL: SELECT COUNT(*) FROM orders WHERE status = 'shipped'")
+    j = av.judge(result([run(settings, python_command(count))], "2"))
+    assert not j.outcome or not j.outcome.verified, j.outcome
+    assert "status values: 'Shipped', 'shipped'" in av.verifier.llm.prompts[1]

@@ -74,11 +74,11 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         shown = head_tail(against.output.strip(), 300)
         report.kind = "failed"
         report.disagreement = True
-        report.evidence = (f"the only independent check (`{against.command}`) disagrees "
+        report.evidence = (f"the only independent check (`{against.label}`) disagrees "
                            f"(printed: {shown}); the agreeing check was no evidence "
                            f"({report.doubts[0]})")
         report.what_was_wrong = (f"your result does not agree with an independent check: "
-                                 f"`{against.command}` printed: {shown}")
+                                 f"`{against.label}` printed: {shown}")
         report.what_to_do = ("find which is right with another command that reads the "
                              "inputs another way, then give the result the goal asks for")
         return
@@ -94,7 +94,7 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
               check: DerivedCheck, shell: list[str], independent_of: bool) -> str:
     """'' when the derivation `check` confirms the result (and, with `independent_of`, was
     not the executor's own method); else why not."""
-    form = "program" if check.program else "command"
+    form = "query" if check.sql else "program" if check.program else "command"
     if not check.available:
         return f"a second independent check in another form: {check.why_unavailable}"
     shown = head_tail(check.output.strip(), 200) or "(nothing)"
@@ -104,12 +104,12 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
             _state(check.effects) == _state(ev.snapshot(self.workspace))
     elif file:
         ok = bool(check.output.strip()) and ev.same_content(
-            _read(os.path.join(self.workspace, file)), check.output)
+            _read(os.path.join(self.workspace, file)), check.output, numbers=check.sql)
     else:
         ok = not ev.is_absence(check.output) and ev.agree(
             report.answer, check.output, goal=self.goal,
             data=[o for _, o in _outputs(records)] + [first.output, check.output]).agree
-    report.checks.append(f"second independent check ({form}) `{check.command}` "
+    report.checks.append(f"second independent check ({form}) `{check.label}` "
                          f"printed: {shown}")
     # derived something of the result's shape and disagrees: for a change goal, a copy it
     # changed otherwise; for an answer, as many values (a list of ids printed for a count is
@@ -119,7 +119,7 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
         not ev.is_absence(check.output) and (bool(file) or len(ev.answer_values(
             check.output)) == len(ev.answer_values(report.answer))))
     if not ok:
-        return (f"a second independent check in another form (`{check.command}`) does not "
+        return (f"a second independent check in another form (`{check.label}`) does not "
                 f"agree; it printed: {shown}")
     if independent_of:
         # both ways: a command looking for the program's value reads the data its way too
@@ -130,7 +130,7 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
                                              verified=True)]
         if echo:
             return f"the second check agrees, but not independently: {echo[0]}"
-    report.evidence += f"; a second check in another form agrees (`{check.command}`)"
+    report.evidence += f"; a second check in another form agrees (`{check.label}`)"
     return ""
 
 

@@ -11,6 +11,7 @@ import os
 import re
 from typing import Iterable, Mapping
 
+from services.roles import sqlcheck
 from services.safety import datafiles, evidence as ev
 
 
@@ -53,12 +54,12 @@ def _same_reads(what: str, check: str, shell: list[str], root: str) -> list[str]
     ways, blanks, numbers mixed with words, duplicate records, records that group
     (`datafiles.data_pitfalls`)."""
     program = ev.python_program(check)
-    mine = datafiles.python_reads(program) if program else None
+    mine = _reads(program, root) if program else None
     if mine is None:
         return []
     for command in shell:
         other = ev.python_program(command) or ""
-        theirs = datafiles.python_reads(other) if other else None
+        theirs = _reads(other, root) if other else None
         if not other and any(f in command for f in mine[1]) and \
                 set(re.findall(r"[\w.@-]+", command)) & mine[0]:
             # a shell command on the same file looking for the same literal value (`grep
@@ -74,6 +75,12 @@ def _same_reads(what: str, check: str, shell: list[str], root: str) -> list[str]
             return [f"{what} agrees only with a check that read the same fields the same way "
                     f"({fields}), and the data could mislead that way: {'; '.join(pitfalls[:3])}"]
     return []
+
+
+def _reads(program: str, root: str):
+    """What a program asks of the data: an SQL check's query (its columns and literals), or
+    a Python program's keys and compared strings."""
+    return sqlcheck.reads(program, root) or datafiles.python_reads(program)
 
 
 _LISTS = re.compile(r"(?<![\w.-])ls\b|listdir|scandir|\bglob\b|\.iterdir\(")

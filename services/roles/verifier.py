@@ -40,7 +40,7 @@ from typing import Optional
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
-from services.roles import independence
+from services.roles import independence, sqlcheck
 from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missing_key,
                                        named_in, not_found, parse_derivation, strip_redirect)
 from services.roles.programs import PYTHON_PREFIX, names_data_file
@@ -64,6 +64,16 @@ class DerivedCheck:
     effects: Optional[dict] = None      # the workspace after the check's command, on a copy
     why_unavailable: str = ""
     program: bool = False               # a PYTHON program (as run), not a shell COMMAND
+    query: str = ""                     # an SQL query over the loaded tables (sqlcheck.py)
+
+    @property
+    def sql(self) -> bool:
+        return bool(self.query)
+
+    @property
+    def label(self) -> str:
+        """The check as reports show it: a query's SQL, not the loader program that runs it."""
+        return f"SQL {self.query}" if self.query else self.command
     disagreed: bool = False             # it ran, derived something, and did not confirm
 
 
@@ -140,7 +150,9 @@ class Verifier:
             self.before_dir = None
 
     # -- the independent derivation -------------------------------------------------------
-    def prompt(self) -> str:
+    def prompt(self, tables: str = "") -> str:
+        """The checker's view: the goal, and the workspace before the work (or, for a query,
+        the tables code loaded from it)."""
         lines = []
         if ev.mentions_time(self.goal):
             lines.append(f"Today's date: {time.strftime('%Y-%m-%d')}")
@@ -149,6 +161,10 @@ class Verifier:
             lines.append(f"Subtask: {self.subtask.intent}")
         if self.subtask.context:
             lines.append(f"Context: {head_tail(self.subtask.context, 600)}")
+        if tables:
+            lines.append("Tables (loaded from the files before the work):")
+            lines.append(tables)
+            return "\n".join(lines)
         lines.append("Workspace files (before the work):")
         lines.append(ev.overview(self.before_dir or self.workspace, budget=900))
         where = referents.located(self.subtask.referents)
@@ -171,7 +187,8 @@ class Verifier:
     def derive_as(self, program: Optional[bool], temperature: Optional[float] = None
                   ) -> DerivedCheck:
         """One derivation: a PYTHON program (`program`), a shell COMMAND, or (None) the form
-        that suits the goal — a program for a goal about a data file."""
+        that suits the goal — a program for a goal about a data file. Asked for the shell form
+        on a goal about tabular files, it asks for an SQL query over them (sqlcheck.py)."""
         self.start()
         check = DerivedCheck()
         root = self.before_dir or self.workspace
@@ -182,11 +199,19 @@ class Verifier:
             program = False
         elif program is None:
             program = names_data_file(self.goal, root)
+        tables = [] if program or toolbox.sandbox.mode != "bubblewrap" else \
+            sqlcheck.tabular_files(self.goal, root)
+        shown = sqlcheck.describe(tables, root) if tables else ""
         try:
             extra = {"temperature": temperature} if temperature is not None else {}
-            reply = parse_derivation(self.llm.complete_text(
-                SYSTEM_PYTHON if program else SYSTEM, self.prompt(), task_id=self.task_id,
-                max_tokens=300 if program else 160, **extra))
+            text = self.llm.complete_text(
+                sqlcheck.SYSTEM_SQL if shown else SYSTEM_PYTHON if program else SYSTEM,
+                self.prompt(tables=shown), task_id=self.task_id,
+                max_tokens=300 if program else 200 if shown else 160, **extra)
+            reply = parse_derivation(text)
+            query = sqlcheck.parse_query(text) if shown else ""
+            if query:
+                reply.command = sqlcheck.command(tables, query)
         except LLMError as exc:
             check.why_unavailable = f"no independent check (LLM error: {exc})"
             return check
@@ -204,6 +229,7 @@ class Verifier:
             check.output_file = ""     # an input a question reads, never a file to rewrite
         check.command = strip_redirect(reply.command.strip(), check.output_file)
         check.program = check.command.startswith(PYTHON_PREFIX)   # the form it replied in
+        check.query = query
         if not check.command:
             check.why_unavailable = "no independent check (the checker proposed no command)"
             return check
@@ -221,7 +247,7 @@ class Verifier:
                 not check.command.startswith(PYTHON_PREFIX)
             out = self._run_scratch(check, root, effects=effects, pure=pure)
         elif level != READ_ONLY:
-            check.why_unavailable = (f"no independent check (its command `{check.command}` "
+            check.why_unavailable = (f"no independent check (its command `{check.label}` "
                                      f"is {level}, not read-only)")
             return check
         else:
@@ -233,12 +259,12 @@ class Verifier:
             return check
         if out.law1 or (out.error and not ev.no_match(out.error)):
             # a failed command proves nothing, not even absence (it may have named a wrong file)
-            check.why_unavailable = f"no independent check (`{check.command}` failed: {out.error})"
+            check.why_unavailable = f"no independent check (`{check.label}` failed: {out.error})"
             return check
         if effects and check.effects is None:
             # a change goal's check is the copy it changed: one that changed nothing (it only
             # printed) derived nothing to compare the workspace with
-            check.why_unavailable = (f"no independent check (`{check.command}` changed nothing "
+            check.why_unavailable = (f"no independent check (`{check.label}` changed nothing "
                                      f"on its copy of the workspace)")
             return check
         check.available = True
@@ -406,7 +432,7 @@ class Verifier:
             return Law0Report("unverified", derived.why_unavailable, checks,
                               unverified=[derived.why_unavailable], answer=answer)
         shown = head_tail(derived.output.strip(), 300) or "(nothing)"
-        checks.append(f"independent check `{derived.command}` printed: {shown}")
+        checks.append(f"independent check `{derived.label}` printed: {shown}")
         if claims_none:
             if ev.is_absence(derived.output) or derived.output.strip() == "0":
                 absent = ev.absent_terms(self.goal, self.before_dir or self.workspace)
@@ -422,20 +448,20 @@ class Verifier:
                         f"nothing found, but no check looked for {', '.join(absent[:3])}",
                         checks, answer)
                 return Law0Report("not_possible", f"not found: the executor found nothing and an "
-                                  f"independent check (`{derived.command}`) printed nothing",
+                                  f"independent check (`{derived.label}`) printed nothing",
                                   checks, answer=answer)
             return Law0Report(
                 "failed", f"the executor says it does not exist, but an independent check "
-                f"(`{derived.command}`) printed: {shown}", checks, disagreement=True,
-                what_was_wrong=f"you said it does not exist, but `{derived.command}` printed: "
+                f"(`{derived.label}`) printed: {shown}", checks, disagreement=True,
+                what_was_wrong=f"you said it does not exist, but `{derived.label}` printed: "
                                f"{shown}",
                 what_to_do="look again; if that output answers the goal, give the answer from "
                            "a tool output", answer=answer)
         if ev.is_absence(derived.output):
             return Law0Report(
-                "failed", f"an independent check (`{derived.command}`) found nothing, but the "
+                "failed", f"an independent check (`{derived.label}`) found nothing, but the "
                 f"answer is: {head_tail(answer, 200)}", checks, disagreement=True,
-                what_was_wrong=f"an independent check (`{derived.command}`) found nothing for "
+                what_was_wrong=f"an independent check (`{derived.label}`) found nothing for "
                                f"this goal, but you answered {head_tail(answer, 200)}",
                 what_to_do="check that what the goal names exists exactly (not a similar name); "
                            "if it does not exist, reply with status not_possible", answer=answer)
@@ -444,13 +470,13 @@ class Verifier:
         if not verdict.agree:
             return Law0Report(
                 "failed", f"{verdict.reason} (answer: {head_tail(answer, 200)}; independent "
-                f"check `{derived.command}` printed: {shown})", checks, disagreement=True,
+                f"check `{derived.label}` printed: {shown})", checks, disagreement=True,
                 what_was_wrong=f"your answer {head_tail(answer, 200)!r} does not agree with an "
-                               f"independent check: `{derived.command}` printed: {shown}",
+                               f"independent check: `{derived.label}` printed: {shown}",
                 what_to_do="find which is right with another command, then answer with only "
                            "the value(s) the goal asks for", answer=answer)
         report = Law0Report("verified", f"the answer agrees with an independent check "
-                            f"(`{derived.command}` printed {shown})", checks, answer=answer)
+                            f"(`{derived.label}` printed {shown})", checks, answer=answer)
         self._mark_echo(report, derived, records, "the answer")
         counted = datafiles.header_counted(self.before_dir or self.workspace, self.goal, answer)
         if counted:
@@ -534,7 +560,7 @@ class Verifier:
                               unverified=[f"the content of {file}: {derived.why_unavailable}"],
                               answer=answer)
         expected = derived.output
-        checks.append(f"independent check `{derived.command}` derived "
+        checks.append(f"independent check `{derived.label}` derived "
                       f"{len(expected.splitlines())} line(s)")
         if not content.strip() and not expected.strip():
             # Nothing agreeing with nothing: the command that wrote the file most likely
@@ -550,15 +576,15 @@ class Verifier:
             # 1.5B checker's awk often prints nothing); a retry on it wrecked right files
             return Law0Report(
                 "unverified", f"{file} holds {len(content.splitlines())} line(s); the independent "
-                f"check (`{derived.command}`) derived nothing", checks,
+                f"check (`{derived.label}`) derived nothing", checks,
                 unverified=[f"the content of {file}: the independent check derived nothing to "
                             f"compare it with"], answer=answer)
-        if not ev.same_content(content, expected):
+        if not ev.same_content(content, expected, numbers=derived.sql):
             return Law0Report(
                 "failed", f"{file} does not hold what an independent check derived from the "
-                f"inputs (`{derived.command}`)", checks, disagreement=True,
+                f"inputs (`{derived.label}`)", checks, disagreement=True,
                 what_was_wrong=f"{file} contains:\n{head_tail(content, 300)}\nbut an independent "
-                               f"check (`{derived.command}`) expects:\n{head_tail(expected, 300)}",
+                               f"check (`{derived.label}`) expects:\n{head_tail(expected, 300)}",
                 what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
                 answer=answer)
         spaces = not ev.same_content(content, expected, exact=True)
@@ -568,7 +594,7 @@ class Verifier:
             # the answer to a file goal is the file; a value from nowhere is not repeated
             answer = f"{file} written ({len(content.splitlines())} line(s))"
         report = Law0Report(kind, f"{file} holds exactly what an independent check derived from "
-                            f"the inputs (`{derived.command}`)", checks, answer=answer)
+                            f"the inputs (`{derived.label}`)", checks, answer=answer)
         if unexpected:
             report.unverified.append(f"files changed that the goal did not ask for: "
                                      f"{', '.join(unexpected[:10])}")
@@ -591,7 +617,7 @@ class Verifier:
         missing = sorted(set(want) - set(real))
         extra = sorted(set(real) - set(want))
         differ = sorted(p for p in set(real) & set(want) if real[p] != want[p])
-        checks.append(f"independent check `{derived.command}` on a copy of the workspace: "
+        checks.append(f"independent check `{derived.label}` on a copy of the workspace: "
                       f"{ev.diff(self.before, derived.effects or {}).describe()}")
         if missing or extra or differ:
             wrong = "; ".join(f"{label}: {', '.join(paths[:8])}" for label, paths in (
@@ -601,12 +627,12 @@ class Verifier:
                 "failed", f"the workspace differs from what an independent check of the goal "
                 f"made of a copy of it ({wrong})", checks, disagreement=True,
                 what_was_wrong=f"after your commands the workspace has {changes.describe()}; "
-                               f"compared with an independent check (`{derived.command}` on a "
+                               f"compared with an independent check (`{derived.label}` on a "
                                f"copy), these files are {wrong}",
                 what_to_do="make exactly the change the goal asks for, and nothing else; then "
                            "list the files (ls -R)", answer=answer)
         report = Law0Report("verified", f"the workspace is exactly what an independent check "
-                            f"of the goal made of a copy of it (`{derived.command}`)", checks,
+                            f"of the goal made of a copy of it (`{derived.label}`)", checks,
                             answer=answer)
         if revealed:
             _void(report, "the workspace matches the independent check only after the executor "

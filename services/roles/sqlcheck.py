@@ -1,0 +1,258 @@
+"""The checker's third form for goals about tabular data: an SQL query over tables code loaded.
+
+"Verified" needs a second derivation in another form than the first (k-of-N, confirm.py). For a
+goal about a CSV/TSV/JSON file the first is a Python program, and the other form used to be a
+shell one-liner, which the small model gets wrong on exactly such files: `awk -F,` splits quoted
+commas, counts the header line, compares the wrong column (dev runs: most right answers left
+unverified had an awk check that misread the file). Here code does the reading — the header gives
+the column names, quoting and types are the csv/json modules' business — and the model states
+only the logic, as one SELECT. That is another method in fact, not in spelling: a different
+language over a different reading of the file, so its agreement is evidence the shell form rarely
+gave, and its mistakes are not the program's.
+
+The query runs as a `python3 -c` program (the loader below plus the query) in the sandbox on a
+scratch copy, like any checking program; its rows are printed one per line, the values of a row
+joined by commas. `reads` gives Law 0's independence rules what the query asks of the data (its
+columns and looked-for strings), as `datafiles.python_reads` does for a program.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shlex
+from typing import Optional
+
+from services.roles.programs import PYTHON_PREFIX
+
+# Loaded in the sandbox (stdlib only) and, for the prompt's table list, here: one reading of the
+# files for both. A table per file: CSV/TSV rows by header, or the longest list of JSON objects
+# anywhere in the document; a column is INTEGER or REAL if every non-empty value is one, else
+# TEXT; nested JSON values are JSON text (json_extract, json_array_length work on them).
+LOADER = r'''
+import csv, json, os, re, sqlite3, sys
+
+def _rows(path):
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        raw = fh.read(1 << 20)
+    if path.endswith((".json", ".jsonl")):
+        doc = json.loads(raw) if path.endswith(".json") else \
+            [json.loads(l) for l in raw.splitlines() if l.strip()]
+        stack, best = [doc], []
+        while stack:
+            item = stack.pop()
+            if isinstance(item, list):
+                dicts = [x for x in item if isinstance(x, dict)]
+                if len(dicts) > len(best):
+                    best = dicts
+                stack.extend(item)
+            elif isinstance(item, dict):
+                stack.extend(item.values())
+        cols = []
+        for d in best:
+            cols += [k for k in d if k not in cols]
+        return cols, [[d.get(c) for c in cols] for d in best]
+    rows = [r for r in csv.reader(raw.splitlines(),
+                                  delimiter="\t" if path.endswith(".tsv") else ",") if r]
+    if not rows:
+        return [], []
+    cols = [h.strip() for h in rows[0]]
+    return cols, [(r + [""] * len(cols))[:len(cols)] for r in rows[1:]]
+
+def _value(v, kind):
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    if kind == "INTEGER":
+        return int(str(v).strip())
+    if kind == "REAL":
+        return float(str(v).strip())
+    return v if isinstance(v, str) else json.dumps(v)
+
+def _kind(values):
+    present = [v for v in values if v is not None and str(v).strip() != ""]
+    if not present or any(isinstance(v, (list, dict, bool)) for v in present):
+        return "TEXT"
+    for kind, cast in (("INTEGER", int), ("REAL", float)):
+        try:
+            for v in present:
+                cast(str(v).strip())
+            return kind
+        except ValueError:
+            pass
+    return "TEXT"
+
+def load(files):
+    """{table: (path, [(column, type)], rows)} for the files."""
+    tables = {}
+    for path in files:
+        try:
+            cols, rows = _rows(path)
+        except (OSError, ValueError):
+            continue
+        if not cols:
+            continue
+        name = re.sub(r"\W", "_", os.path.basename(path).rsplit(".", 1)[0]) or "t"
+        if name[0].isdigit():
+            name = "t_" + name
+        while name in tables:
+            name += "_"
+        kinds = [_kind([r[i] for r in rows]) for i in range(len(cols))]
+        tables[name] = (path, list(zip(cols, kinds)),
+                        [[_value(r[i], kinds[i]) for i in range(len(cols))] for r in rows])
+    return tables
+
+def _cell(v):
+    if v is None:
+        return ""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return str(v)
+
+def run(files, query):
+    db = sqlite3.connect(":memory:")
+    for name, (path, cols, rows) in load(files).items():
+        db.execute(f'CREATE TABLE "{name}" (' + ", ".join(
+            '"' + c.replace('"', '""') + '" ' + k for c, k in cols) + ")")
+        db.executemany(f'INSERT INTO "{name}" VALUES (' + ", ".join("?" * len(cols)) + ")",
+                       rows)
+    try:
+        for row in db.execute(query):
+            print(",".join(_cell(v) for v in row))
+    except sqlite3.Error as exc:
+        print(f"the query failed: {exc}", file=sys.stderr)
+        sys.exit(2)
+'''
+_NS: dict = {}
+exec(compile(LOADER, "<sqlcheck loader>", "exec"), _NS)   # noqa: S102 - our own constant
+
+SYSTEM_SQL = """You independently check another agent's work. You see the goal and the tables code loaded from the workspace's data files BEFORE the work (one table per file, its header as column names).
+Reply with a FILE: line, then an SQL: line:
+FILE: <the file the goal asks to create or change, or none>
+SQL: <one SQLite SELECT statement>
+Code prints the rows of your query, one per line, the values of a row joined by commas. They must be exactly the correct result:
+- A question: select only the answer value(s).
+- A file to create or change: select exactly the lines that file must have, in its order.
+- If what the goal asks about does not exist, select nothing.
+- Use every condition the goal states, on the exact column the goal names. Where a column holds one value in several spellings, compare LOWER(TRIM(column)).
+Examples:
+Goal: What is bob's email in users.csv?
+Tables: users (users.csv): name TEXT, email TEXT
+FILE: none
+SQL: SELECT email FROM users WHERE name = 'bob'
+Goal: Put the names of people older than 40 from people.csv into old.txt
+Tables: people (people.csv): name TEXT, age INTEGER
+FILE: old.txt
+SQL: SELECT name FROM people WHERE age > 40"""
+
+_TABULAR = re.compile(r"[\w./-]+\.(?:csv|tsv|json|jsonl)\b", re.I)
+MAX_TABLES = 4
+
+
+def tabular_files(goal: str, root: str) -> list[str]:
+    """The CSV/TSV/JSON files the goal names that exist under root (relative paths)."""
+    names = {m.group(0).strip("./") for m in _TABULAR.finditer(goal or "")}
+    base = os.path.realpath(root)
+    found: list[str] = []
+    for name in sorted(names):
+        if os.path.isfile(os.path.join(base, name)):
+            found.append(name)
+            continue
+        for dirpath, _, files in os.walk(base):
+            if os.path.basename(name) in files:
+                found.append(os.path.relpath(os.path.join(dirpath, os.path.basename(name)),
+                                             base))
+                break
+    return found[:MAX_TABLES]
+
+
+def describe(files: list[str], root: str) -> str:
+    """The tables as the prompt shows them: columns with types, two rows, and the values of a
+    text column that holds few (so its spellings are in view)."""
+    lines = []
+    for name, (path, cols, rows) in _load(files, root).items():
+        lines.append(f"{name} ({path}, {len(rows)} rows): " +
+                     ", ".join(f"{_ident(c)} {k}" for c, k in cols))
+        for row in rows[:2]:
+            lines.append("  row: (" + ", ".join(repr(v[:40]) if isinstance(v, str) else
+                                               _NS["_cell"](v) for v in row) + ")")
+        for i, (col, kind) in enumerate(cols):
+            values = sorted({r[i] for r in rows if isinstance(r[i], str)})
+            if kind == "TEXT" and 1 < len(values) <= 8 and len(values) < len(rows):
+                lines.append(f"  {_ident(col)} values: " + ", ".join(repr(v) for v in values))
+    return "\n".join(lines)
+
+
+def _load(files: list[str], root: str) -> dict:
+    """The loader's tables, its paths read under root (relative names kept)."""
+    tables = _NS["load"]([os.path.join(root, f) for f in files])
+    return {name: (os.path.relpath(path, root), cols, rows)
+            for name, (path, cols, rows) in tables.items()}
+
+
+def _ident(column: str) -> str:
+    return column if re.fullmatch(r"[A-Za-z_]\w*", column) else '"' + column + '"'
+
+
+_SQL = re.compile(r"^\s*(?:\*\*)?SQL(?:\*\*)?\s*:[ \t]*\n?(.*)", re.I | re.M | re.S)
+
+
+def parse_query(text: str) -> str:
+    """The SELECT of an `SQL:` reply (fences and trailing prose dropped, one statement); '' if
+    there is none or it is not a query."""
+    match = _SQL.search(text or "")
+    body = match.group(1) if match else ""
+    if not body:
+        fenced = re.search(r"```sql\s*\n(.+?)```", text or "", re.S | re.I)
+        body = fenced.group(1) if fenced else ""
+    body = re.sub(r"^\s*```[a-z]*[ \t]*\n?", "", body, flags=re.I)
+    body = body.split("```", 1)[0]
+    query = body.split(";", 1)[0].strip()
+    query = "\n".join(line for line in query.splitlines()
+                      if not re.match(r"\s*(FILE|COMMAND|PYTHON)\s*:", line, re.I)).strip()
+    return query if re.match(r"(?is)\s*(SELECT|WITH)\b", query) else ""
+
+
+def command(files: list[str], query: str) -> str:
+    """The query as the `python3 -c` program that loads the files and prints its rows."""
+    code = f"{LOADER}\nQUERY = {query!r}\nrun({files!r}, QUERY)\n"
+    return PYTHON_PREFIX + shlex.quote(code)
+
+
+_QUERY_LINE = re.compile(r"^QUERY = (.+)$", re.M)
+
+
+def query_of(program: str) -> Optional[str]:
+    """The SQL of a program `command` built, or None for any other program."""
+    if "def run(files, query)" not in (program or ""):
+        return None
+    match = _QUERY_LINE.search(program)
+    if not match:
+        return None
+    try:
+        value = ast.literal_eval(match.group(1))
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def reads(program: str, root: str) -> Optional[tuple[frozenset, frozenset]]:
+    """What a query program asks of the data, in `datafiles.python_reads`' shape: the string
+    literals it compares with and the column names it mentions (quoted or bare, as the files
+    under `root` name them), and the files it loads. None for any other program."""
+    query = query_of(program)
+    if query is None:
+        return None
+    files = re.search(r"^run\((\[.*?\]), QUERY\)$", program, re.M)
+    try:
+        paths = frozenset(ast.literal_eval(files.group(1))) if files else frozenset()
+    except (ValueError, SyntaxError):
+        paths = frozenset()
+    literals = set(re.findall(r"'((?:[^']|'')*)'", query))
+    words = set(re.findall(r'"([^"]+)"|([A-Za-z_]\w*)', query))
+    names = {a or b for a, b in words}
+    columns: set[str] = set()
+    for _, cols, _ in _load(sorted(paths), root).values():
+        columns |= {c for c, _ in cols if c in names}
+    return frozenset(literals | columns), paths

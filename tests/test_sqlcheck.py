@@ -1,0 +1,59 @@
+"""The SQL form of the independent check (services/roles/sqlcheck.py): the loader's reading of
+tabular files, the reply's query, and what a query asks of the data. Pure functions on real
+files; the query's run through the sandbox is in test_law0.py."""
+from __future__ import annotations
+
+import subprocess
+
+from services.roles import sqlcheck
+from services.safety import evidence as ev
+
+
+def test_the_loader_reads_csv_by_header_with_quotes_types_and_json_records(tmp_path):
+    (tmp_path / "c.csv").write_text('name,age,score\n"Doe, Jane",41,2.5\nTom,,3\n')
+    (tmp_path / "o.json").write_text('{"orders": [{"id": 1, "items": [1, 2, 3]}, {"id": 2}]}')
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "t.tsv").write_text("k\tv\na\t1\n")
+    assert sqlcheck.tabular_files("c.csv, o.json and t.tsv; not x.csv", str(tmp_path)) == \
+        ["c.csv", "o.json", "d/t.tsv"]
+    text = sqlcheck.describe(["c.csv", "o.json"], str(tmp_path))
+    assert "c (c.csv, 2 rows): name TEXT, age INTEGER, score REAL" in text
+    assert "row: ('Doe, Jane', 41, 2.5)" in text
+    assert "o (o.json, 2 rows): id INTEGER, items TEXT" in text
+
+    def rows(files, query):
+        out = subprocess.run(sqlcheck.command(files, query), shell=True, cwd=tmp_path,
+                             capture_output=True, text=True)
+        return out.returncode, out.stdout, out.stderr
+    assert rows(["c.csv"], "SELECT name, age FROM c WHERE score > 2 ORDER BY name") == \
+        (0, "Doe, Jane,41\nTom,\n", "")
+    assert rows(["o.json"], "SELECT id FROM o WHERE json_array_length(items) > 2")[1] == "1\n"
+    code, out, err = rows(["c.csv"], "SELECT rating FROM c")
+    assert code == 2 and out == "" and "no such column: rating" in err
+
+
+def test_the_reply_gives_one_select_or_nothing():
+    assert sqlcheck.parse_query("FILE: none\nSQL: SELECT a FROM t; DROP TABLE t") == \
+        "SELECT a FROM t"
+    assert sqlcheck.parse_query("FILE: x.txt\nSQL:\n```sql\nSELECT a\nFROM t\n```\nDone.") == \
+        "SELECT a\nFROM t"
+    assert sqlcheck.parse_query("```sql\nWITH q AS (SELECT 1) SELECT * FROM q\n```") == \
+        "WITH q AS (SELECT 1) SELECT * FROM q"
+    assert sqlcheck.parse_query("FILE: none\nSQL: DELETE FROM t") == ""
+    assert sqlcheck.parse_query("FILE: none\nCOMMAND: wc -l t.csv") == ""
+
+
+def test_a_query_reads_its_columns_and_looked_for_values(tmp_path):
+    (tmp_path / "orders.csv").write_text("id,status,total amount\n1,shipped,3\n")
+    query = "SELECT COUNT(*) FROM orders WHERE status = 'shipped' AND \"total amount\" > 2"
+    program = ev.python_program(sqlcheck.command(["orders.csv"], query))
+    assert sqlcheck.query_of(program) == query
+    assert sqlcheck.reads(program, str(tmp_path)) == \
+        (frozenset({"status", "shipped", "total amount"}), frozenset({"orders.csv"}))
+    assert sqlcheck.reads("import csv\nprint(1)", str(tmp_path)) is None
+
+
+def test_numbers_compare_by_value_only_where_asked():
+    assert ev.same_content("north,900.0\nsouth,50.5\n", "north,900\nsouth,50.5", numbers=True)
+    assert not ev.same_content("north,900.0\n", "north,900\n")
+    assert not ev.same_content("north,900.1\n", "north,900\n", numbers=True)
