@@ -57,3 +57,12 @@ def test_numbers_compare_by_value_only_where_asked():
     assert ev.same_content("north,900.0\nsouth,50.5\n", "north,900\nsouth,50.5", numbers=True)
     assert not ev.same_content("north,900.0\n", "north,900\n")
     assert not ev.same_content("north,900.1\n", "north,900\n", numbers=True)
+
+
+def test_files_code_resolved_for_the_goal_count_too(tmp_path):
+    # "the team file": no name in the goal's words, but the resolution found the file
+    (tmp_path / "team.csv").write_text("name,email\nA,a@x\n")
+    (tmp_path / "notes.txt").write_text("x\n")
+    assert sqlcheck.tabular_files("the emails of the team file", str(tmp_path),
+                                  also=["team.csv", "notes.txt", "team.csv", "gone.csv"]) == \
+        ["team.csv"]

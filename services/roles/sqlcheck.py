@@ -136,6 +136,8 @@ Code prints the rows of your query, one per line, the values of a row joined by 
 - A file to create or change: select exactly the lines that file must have, in its order.
 - If what the goal asks about does not exist, select nothing.
 - Use every condition the goal states, on the exact column the goal names. Where a column holds one value in several spellings, compare LOWER(TRIM(column)).
+- To sort, ORDER BY the selected expression itself (ORDER BY 1).
+- A column holding JSON lists or objects: json_array_length(column), json_extract(column, '$.key').
 Examples:
 Goal: What is bob's email in users.csv?
 Tables: users (users.csv): name TEXT, email TEXT
@@ -144,25 +146,32 @@ SQL: SELECT email FROM users WHERE name = 'bob'
 Goal: Put the names of people older than 40 from people.csv into old.txt
 Tables: people (people.csv): name TEXT, age INTEGER
 FILE: old.txt
-SQL: SELECT name FROM people WHERE age > 40"""
+SQL: SELECT name FROM people WHERE age > 40
+Goal: How many accounts in accounts.csv are active?
+Tables: accounts (accounts.csv): id INTEGER, state TEXT
+  state values: 'ACTIVE', 'Active', 'active', 'closed'
+FILE: none
+SQL: SELECT COUNT(*) FROM accounts WHERE LOWER(TRIM(state)) = 'active'"""
 
 _TABULAR = re.compile(r"[\w./-]+\.(?:csv|tsv|json|jsonl)\b", re.I)
 MAX_TABLES = 4
 
 
-def tabular_files(goal: str, root: str) -> list[str]:
-    """The CSV/TSV/JSON files the goal names that exist under root (relative paths)."""
+def tabular_files(goal: str, root: str, also: list[str] = ()) -> list[str]:
+    """The CSV/TSV/JSON files the goal names that exist under root (relative paths), and those
+    of `also` (where code resolved the goal's files and fields: "the team file")."""
     names = {m.group(0).strip("./") for m in _TABULAR.finditer(goal or "")}
     base = os.path.realpath(root)
-    found: list[str] = []
+    found = [p for p in dict.fromkeys(also) if _TABULAR.fullmatch(p)
+             and os.path.isfile(os.path.join(base, p))]
     for name in sorted(names):
         if os.path.isfile(os.path.join(base, name)):
-            found.append(name)
+            found += [name] if name not in found else []
             continue
         for dirpath, _, files in os.walk(base):
             if os.path.basename(name) in files:
-                found.append(os.path.relpath(os.path.join(dirpath, os.path.basename(name)),
-                                             base))
+                rel = os.path.relpath(os.path.join(dirpath, os.path.basename(name)), base)
+                found += [rel] if rel not in found else []
                 break
     return found[:MAX_TABLES]
 
@@ -174,6 +183,10 @@ def describe(files: list[str], root: str) -> str:
     for name, (path, cols, rows) in _load(files, root).items():
         lines.append(f"{name} ({path}, {len(rows)} rows): " +
                      ", ".join(f"{_ident(c)} {k}" for c, k in cols))
+        try:
+            raw = _NS["_rows"](os.path.join(root, path))[1]
+        except (OSError, ValueError):
+            raw = []
         for row in rows[:2]:
             lines.append("  row: (" + ", ".join(repr(v[:40]) if isinstance(v, str) else
                                                _NS["_cell"](v) for v in row) + ")")
@@ -181,6 +194,10 @@ def describe(files: list[str], root: str) -> str:
             values = sorted({r[i] for r in rows if isinstance(r[i], str)})
             if kind == "TEXT" and 1 < len(values) <= 8 and len(values) < len(rows):
                 lines.append(f"  {_ident(col)} values: " + ", ".join(repr(v) for v in values))
+            nested = {type(r[i]).__name__ for r in raw}
+            if nested & {"list", "dict"}:
+                lines.append(f"  {_ident(col)} holds JSON "
+                             f"{' and '.join(sorted(n + 's' for n in nested & {'list', 'dict'}))}")
     return "\n".join(lines)
 
 

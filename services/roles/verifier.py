@@ -200,7 +200,9 @@ class Verifier:
         elif program is None:
             program = names_data_file(self.goal, root)
         tables = [] if program or toolbox.sandbox.mode != "bubblewrap" else \
-            sqlcheck.tabular_files(self.goal, root)
+            sqlcheck.tabular_files(self.goal, root, also=[
+                w for r in referents.coerce(self.subtask.referents) if r.status == "found"
+                and r.kind in ("file", "field") for w in r.where])
         shown = sqlcheck.describe(tables, root) if tables else ""
         try:
             extra = {"temperature": temperature} if temperature is not None else {}
