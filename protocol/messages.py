@@ -230,7 +230,8 @@ class Referent(Body):
     text: str
     kind: Literal["file", "folder", "extension", "field", "value"]
     role: Literal["read", "create", "either"] = "read"
-    status: Literal["found", "missing", "outside"] = "found"
+    # recalled: the workspace lacks it, but the world model knows it from an earlier session
+    status: Literal["found", "missing", "outside", "recalled"] = "found"
     where: list[str] = Field(default_factory=list)
     near: list[str] = Field(default_factory=list)
     labelled: bool = True

@@ -727,3 +727,27 @@ def test_a_query_that_reads_the_programs_way_on_misleading_data_is_not_independe
     j = av.judge(result([run(settings, python_command(count))], "2"))
     assert not j.outcome or not j.outcome.verified, j.outcome
     assert "status values: 'Shipped', 'shipped'" in av.verifier.llm.prompts[1]
+
+
+def test_a_check_that_prints_a_value_it_was_told_is_no_evidence(settings, ws):
+    """The value the goal means comes from an earlier session (the workspace no longer holds
+    it): a check that echoes a literal it read from no input repeats the executor's belief, so
+    the file is not verified; a literal the goal itself states, or values a program computes
+    from the goal's numbers, are derivations."""
+    from services.roles.derivation import restates
+    (settings.workspace / "db.yaml").write_text("port: 5432\n")
+    goal = "Write the port you found in the previous session into port.txt"
+    av = validator(settings, goal, {"output_file": "port.txt", "command": "echo 8443"},
+                   "FILE: port.txt\nPYTHON:\nprint('8443')")
+    j = av.judge(result([run(settings, "echo 8443 > port.txt")], "done"))
+    assert j.outcome and not j.outcome.verified, j.outcome
+    assert any("repeats what the checker was told" in u for u in j.outcome.unverified), \
+        j.outcome.unverified
+    assert (settings.workspace / "port.txt").read_text() == "8443\n"
+    assert restates("printf '8443\\n'", "8443", goal)
+    assert not restates("echo milk", "milk", "Create groceries.txt holding the line milk")
+    assert not restates("python3 -c 'print(\"\\n\".join(str(i * i) for i in range(1, 11)))'",
+                        "1\n4\n9\n16", "Write the squares of 1 to 10 to squares.txt")
+    assert not restates("grep -o 8443 db.yaml", "8443", goal)
+    assert not restates("python3 -c 'print(open(\"db.yaml\").read().split()[1], 8443)'",
+                        "5432 8443", goal)

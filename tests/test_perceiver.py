@@ -193,3 +193,15 @@ def test_intent_slug_is_plain_words():
     """Readable slugs (issue 16): plain words of the goal, plurals folded, no stems."""
     assert intent_slug("Count the orders whose status is shipped") == "count-order-shipped-status"
     assert intent_slug("list the directories and entries") == "directory-entry-list"
+
+
+def test_a_missing_thing_the_world_names_is_recalled_not_missing():
+    from services.roles.perceiver import recalled
+    refs = [{"text": "secret.txt", "kind": "file", "status": "missing"},
+            {"text": "config/app.yaml", "kind": "file", "status": "missing"},
+            {"text": "notes.txt", "kind": "file", "status": "found"}]
+    recalled(refs, "What artoo knows from earlier sessions:\n- secret.txt holds code: XK-4471\n"
+                   "Related: file notes.txt (2× mentioned)")
+    assert [r["status"] for r in refs] == ["recalled", "missing", "found"]
+    recalled(refs, "")
+    assert refs[1]["status"] == "missing"

@@ -117,6 +117,17 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
                 goal = json.loads(cli("goals", "show", reactive[0].goal_id))
                 assert goal["link"] == {"run_id": rid}
                 assert goal["status"] in ("COMPLETED", "FAILED")
+
+                # the file is gone, but the world knows it from earlier tasks: a goal about it
+                # is not ended not_possible in code (it may ask what was known of it)
+                (settings.workspace / "tick.txt").unlink()
+                rid = session.submit("What did tick.txt say?")
+                spec = rec.wait_for(lambda: [m for m in rec.of("TaskSpec") if m.task_id == rid],
+                                    30, "the TaskSpec of the recall goal")[0]
+                assert "file tick.txt" in spec.world
+                assert [(r.text, r.status) for r in spec.referents] == [("tick.txt", "recalled")]
+                final = session.follow(rid, 60)
+                assert final is not None and final.status != "not_possible", final
             finally:
                 session.close()
                 watcher.stop()

@@ -7,6 +7,7 @@ or a FILE line and a PYTHON program for a goal about a data file — parsed here
 """
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,38 @@ def missing_key(error: str) -> str:
     lacks, which is evidence of absence when the goal names it and the workspace does not."""
     match = re.search(r"KeyError: '([^']+)'", error or "")
     return match.group(1) if match else ""
+
+
+_READS = frozenset({"open", "input", "exec", "eval", "__import__", "os", "glob", "pathlib",
+                    "Path", "subprocess", "sys", "shutil", "fileinput", "io", "sqlite3"})
+_CONSTANT_SHELL = re.compile(r"\s*(?:echo|printf)\b[^|;&<>$`()]*"
+                             r"(?:\s*(?:;|&&)\s*(?:echo|printf)\b[^|;&<>$`()]*)*\s*")
+
+
+def restates(command: str, output: str, goal: str) -> bool:
+    """The check printed values it was given rather than derived: it reads no input (an echo
+    of literals, a program that opens nothing) and every value it printed is written in its own
+    command, while the goal does not state them. It repeats a belief (a fact recalled into the
+    context, or an invention); agreeing with it is no evidence. A program that computes from
+    the goal's own numbers (squares of 1 to 10) prints values its text does not hold."""
+    values = ev.answer_values(output)
+    if not values or not set(values) <= set(ev.tokens(command)) or \
+            set(values) <= set(ev.tokens(goal)):
+        return False
+    program = ev.python_program(command)
+    if program is None:
+        return bool(_CONSTANT_SHELL.fullmatch(command or ""))
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in _READS or \
+                isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                    (getattr(node, "module", None) or a.name).split(".")[0] in _READS
+                    for a in node.names):
+            return False
+    return True
 
 
 def not_found(error: str) -> bool:

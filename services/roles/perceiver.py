@@ -350,6 +350,7 @@ class Perceiver:
             state["referents"] = [r.as_dict() for r in referents.resolve(req.text, ws)]
         if "world" not in state:         # asked once, before any model call
             state["world"], state["world_note"] = self._projection(req)
+            recalled(state["referents"], state["world"])
         task = req.task_id
         max_rounds = self.settings.clarification_rounds
         may_ask = req.options.interactive and state["round"] < max_rounds
@@ -453,6 +454,20 @@ class Perceiver:
                                         other=[c for c in got.constraints if c.strip()]),
             raw_input=raw, created_at=state["created_at"], deadline_at=state["deadline_at"],
             options=req.options)
+
+
+def recalled(refs: list[dict], world_text: str) -> None:
+    """A thing the goal reads that the workspace lacks but the world's projection names (a file
+    an earlier session read, since removed) is `recalled`, not missing: the goal may ask what
+    was known of it ("the code you read from secret.txt last time"), so its absence no longer
+    makes the goal not_possible in code. The model then works from the projection, and Law 0
+    cannot verify what no input holds."""
+    if not world_text:
+        return
+    words = set(re.findall(r"[\w./@-]+", world_text.lower()))
+    for ref in refs:
+        if ref.get("status") == "missing" and str(ref.get("text", "")).lower().strip("/") in words:
+            ref["status"] = "recalled"
 
 
 def state_referents(state: dict) -> list[Referent]:

@@ -42,7 +42,8 @@ from protocol.settings import Settings
 
 from services.roles import independence, sqlcheck
 from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missing_key,
-                                       named_in, not_found, parse_derivation, strip_redirect)
+                                       named_in, not_found, parse_derivation, restates,
+                                       strip_redirect)
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
@@ -262,6 +263,12 @@ class Verifier:
         if out.law1 or (out.error and not ev.no_match(out.error)):
             # a failed command proves nothing, not even absence (it may have named a wrong file)
             check.why_unavailable = f"no independent check (`{check.label}` failed: {out.error})"
+            return check
+        # today's date is in the prompt by code, not a belief: echoing it is a derivation
+        if restates(check.command, check.output, f"{self.goal} {time.strftime('%Y-%m-%d')}"):
+            check.why_unavailable = (f"no independent check (`{check.label}` prints a value "
+                                     f"written into it, read from no input, that the goal does "
+                                     f"not state: it repeats what the checker was told)")
             return check
         if effects and check.effects is None:
             # a change goal's check is the copy it changed: one that changed nothing (it only
