@@ -363,3 +363,18 @@ def test_storage_past_its_bound_proposes_a_report_once_until_it_grows(tmp_path):
         assert off.check_storage() == []                         # the world off: no proposals
     finally:
         store.close()
+
+
+def test_a_fact_of_the_goal_s_workspace_ranks_above_a_global_one_as_related(world):
+    # two ports: one a task found in this workspace, one the user named later for another
+    # project; "the port you found" here is the first
+    (world.ws / "config").mkdir()
+    (world.ws / "config" / "app.yaml").write_text("port: 8431\n")
+    run_task(world, "t1", "What port does config/app.yaml set?",
+             [shell("cat config/app.yaml", output="port: 8431\n")],
+             {"status": "verified", "answer": "8431"})
+    world.on_request("t2", "Remember that the staging port is 8443")
+    text = world.project("Write the port you found in the previous session into port.txt",
+                         workspace=str(world.ws))["text"]
+    assert "8431" in text and "8443" in text
+    assert text.index("8431") < text.index("8443"), text

@@ -35,6 +35,7 @@ from .store import MAX_INTENT_HISTORY, WorldError, WorldStore, known_at, stable_
 
 log = logging.getLogger("artoo.world")
 FAILED = ("abandoned", "not_possible")     # a run's outcomes that count as a failure
+PLACE_BONUS = 1.0           # a related fact found in the goal's workspace (projection rank)
 FACT_RECENCY_S = 86400.0       # a fact's recency bonus in the projection decays over a day
 MAX_CALLS_KEPT = 60            # tool records kept per open episode
 
@@ -595,8 +596,9 @@ class WorldModel:
             related = (1.0 if e["id"] in named else 0.0) + 0.5 * overlap
             ents.append((related + self.weight(e, now), related, e))
         ents.sort(key=lambda x: -x[0])
-        chosen = [e for score, rel, e in ents if rel > 0][:s.world_projection_entities]
-        ids = {e["id"] for e in chosen}
+        chosen = [(rel, e) for score, rel, e in ents if rel > 0][:s.world_projection_entities]
+        ids = {e["id"]: min(1.0, rel) for rel, e in chosen}     # how related each one is
+        chosen = [e for _, e in chosen]
         facts = []
         for f in self.store.all("facts"):
             if f["kind"] != "fact" or f.get("forgotten") or not valid_at(f, now) or \
@@ -608,7 +610,12 @@ class WorldModel:
             if not f.get("scope") and not shared and f["subject"] not in ids:
                 continue      # a global fact (what the user said) must share the goal's words;
                 #               a workspace's own facts are related to a goal there by place
-            score = 0.5 * shared + (1.0 if f["subject"] in ids else 0.0) + \
+            # a fact about a related entity counts as much as the entity is related (a goal
+            # naming "port" is half about "staging port"); a fact of the goal's own workspace
+            # that shares its words outranks a global one that shares as many: "the port you
+            # found" there is the port found there, not one the user named for another project
+            score = 0.5 * shared + ids.get(f["subject"], 0.0) + \
+                (PLACE_BONUS if shared and f.get("scope") == ws else 0.0) + \
                 W.recency(now, f["valid_at"], FACT_RECENCY_S)
             facts.append((score, f))
         facts.sort(key=lambda x: -x[0])
