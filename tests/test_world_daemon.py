@@ -123,10 +123,10 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
                 (settings.workspace / "tick.txt").unlink()
                 rid = session.submit("What did tick.txt say?")
                 spec = rec.wait_for(lambda: [m for m in rec.of("TaskSpec") if m.task_id == rid],
-                                    30, "the TaskSpec of the recall goal")[0]
+                                    60, "the TaskSpec of the recall goal")[0]
                 assert "file tick.txt" in spec.world
                 assert [(r.text, r.status) for r in spec.referents] == [("tick.txt", "recalled")]
-                final = session.follow(rid, 60)
+                final = session.follow(rid, 180)
                 assert final is not None and final.status != "not_possible", final
             finally:
                 session.close()

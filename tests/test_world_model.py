@@ -378,3 +378,11 @@ def test_a_fact_of_the_goal_s_workspace_ranks_above_a_global_one_as_related(worl
                          workspace=str(world.ws))["text"]
     assert "8431" in text and "8443" in text
     assert text.index("8431") < text.index("8443"), text
+
+
+def test_the_goal_s_own_mention_is_not_knowledge_from_before(world):
+    world.on_request("t9", "How many lines are in gone_report.txt?", workspace=str(world.ws))
+    goal = "How many lines are in gone_report.txt?"
+    assert "gone_report.txt" not in world.project(goal, workspace=str(world.ws), task="t9")["text"]
+    world.on_request("t10", goal, workspace=str(world.ws))
+    assert "gone_report.txt" in world.project(goal, workspace=str(world.ws), task="t10")["text"]

@@ -568,10 +568,12 @@ class WorldModel:
         facts.sort(key=lambda f: f["valid_at"])
         return {"entity": self.entity_view(ent, now), "facts": facts, "edges": edges}
 
-    def project(self, text: str, now: Optional[float] = None, workspace: str = "") -> dict:
+    def project(self, text: str, now: Optional[float] = None, workspace: str = "",
+                task: str = "") -> dict:
         """The bounded projection π for a goal (seed 002 §1.5): the few most important related
         entities and the facts valid now, as prompt text. Files, folders and what tasks found
-        belong to a workspace: only those of the goal's workspace are shown."""
+        belong to a workspace: only those of the goal's workspace are shown. An entity only the
+        goal's own task (`task`) has mentioned is not something artoo knew before it."""
         now = time.time() if now is None else now
         s = self.s
         real: dict[str, str] = {}                 # one realpath per distinct workspace
@@ -592,6 +594,8 @@ class WorldModel:
             if e["kind"] in ("file", "folder", "task") and e["episodes"] and \
                     ws not in {where.get(t) for t in e["episodes"]}:
                 continue                                  # another workspace's
+            if task and e["episodes"] and set(e["episodes"]) <= {task}:
+                continue                                  # the goal's own mention, nothing known
             overlap = len(kws & X.keywords(e["name"].replace("/", " ").replace(".", " ")))
             related = (1.0 if e["id"] in named else 0.0) + 0.5 * overlap
             ents.append((related + self.weight(e, now), related, e))

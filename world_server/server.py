@@ -132,7 +132,7 @@ class WorldService:
         if q.op == "project":
             if not m.s.world_on:
                 return WorldResult(op=q.op, stats={"world": "off"})
-            p = m.project(q.text, workspace=q.workspace)
+            p = m.project(q.text, workspace=q.workspace, task=q.task_id)
             return WorldResult(op=q.op, text=p["text"], entities=p["entities"], facts=p["facts"])
         if q.op == "entities":
             return WorldResult(op=q.op, entities=m.entities(n))
