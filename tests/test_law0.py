@@ -751,3 +751,19 @@ def test_a_check_that_prints_a_value_it_was_told_is_no_evidence(settings, ws):
     assert not restates("grep -o 8443 db.yaml", "8443", goal)
     assert not restates("python3 -c 'print(open(\"db.yaml\").read().split()[1], 8443)'",
                         "5432 8443", goal)
+
+
+def test_a_check_that_writes_a_file_into_a_folder_the_goal_makes_is_a_derivation(settings, ws):
+    # `cp notes/todo.txt backup/todo.txt` in the scratch copy: the folder the goal makes is
+    # made for it, and what it wrote is its derivation
+    require_sandbox(settings, "a writing check runs confined on a scratch copy")
+    (settings.workspace / "notes").mkdir()
+    (settings.workspace / "notes" / "todo.txt").write_text("milk\neggs\n")
+    goal = "Back up notes/todo.txt as backup/todo.txt (the backup folder doesn't exist yet)."
+    av = validator(settings, goal,
+                   {"output_file": "backup/todo.txt", "command": "cp notes/todo.txt backup/todo.txt"},
+                   "FILE: backup/todo.txt\nPYTHON:\nprint(open('notes/todo.txt').read(), end='')")
+    j = av.judge(result([run(settings, "mkdir -p backup && cp notes/todo.txt backup/todo.txt")],
+                        "done"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    assert (settings.workspace / "backup" / "todo.txt").read_text() == "milk\neggs\n"

@@ -291,9 +291,14 @@ class Verifier:
             if not ev.copy_tree(root, scratch):
                 return Toolbox(dataclasses.replace(self.settings, workspace=Path(root))
                                ).run_confined(check.command, writable=False)
+            written = os.path.join(scratch, check.output_file) if check.output_file else ""
+            if written:
+                # the folder of a file the goal makes may be made with it ("as backup/x.txt,
+                # the backup folder doesn't exist yet"): a check that writes the file there must
+                # not fail for want of it
+                os.makedirs(os.path.dirname(written), exist_ok=True)
             out = Toolbox(dataclasses.replace(self.settings, workspace=Path(scratch))
                           ).run_confined(check.command)
-            written = os.path.join(scratch, check.output_file) if check.output_file else ""
             if not out.error and written and os.path.isfile(written) and (
                     ev.is_absence(out.output) or
                     _read(written) != _read(os.path.join(root, check.output_file))):
