@@ -18,12 +18,14 @@ columns and looked-for strings), as `datafiles.python_reads` does for a program.
 from __future__ import annotations
 
 import ast
+import inspect
 import os
 import re
 import shlex
 from typing import Optional
 
 from services.roles.programs import PYTHON_PREFIX
+from services.safety import datafiles
 
 # Loaded in the sandbox (stdlib only) and, for the prompt's table list, here: one reading of the
 # files for both. A table per file: CSV/TSV rows by header, or the longest list of JSON objects
@@ -38,16 +40,7 @@ def _rows(path):
     if path.endswith((".json", ".jsonl")):
         doc = json.loads(raw) if path.endswith(".json") else \
             [json.loads(l) for l in raw.splitlines() if l.strip()]
-        stack, best = [doc], []
-        while stack:
-            item = stack.pop()
-            if isinstance(item, list):
-                dicts = [x for x in item if isinstance(x, dict)]
-                if len(dicts) > len(best):
-                    best = dicts
-                stack.extend(item)
-            elif isinstance(item, dict):
-                stack.extend(item.values())
+        best = json_records(doc)
         cols = []
         for d in best:
             cols += [k for k in d if k not in cols]
@@ -124,6 +117,7 @@ def run(files, query):
         print(f"the query failed: {exc}", file=sys.stderr)
         sys.exit(2)
 '''
+LOADER = inspect.getsource(datafiles.json_records) + LOADER   # one reading of JSON records
 _NS: dict = {}
 exec(compile(LOADER, "<sqlcheck loader>", "exec"), _NS)   # noqa: S102 - our own constant
 

@@ -94,6 +94,22 @@ def _column_pitfalls(name: str, values: list, wanted: Iterable[str]) -> list[str
     return found
 
 
+def json_records(doc) -> list:
+    """The records of a JSON document: its longest list of objects, wherever it is. Stdlib
+    only and self-contained: the SQL check's loader runs this source in the sandbox."""
+    stack, best = [doc], []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            dicts = [x for x in item if isinstance(x, dict)]
+            if len(dicts) > len(best):
+                best = dicts
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return best
+
+
 def _records(path: str) -> Optional[list]:
     """A data file's records as dicts: CSV rows by header (a blank line is an empty dict, a
     short row is padded with ""), or the longest list of JSON objects anywhere in the document.
@@ -109,17 +125,7 @@ def _records(path: str) -> Optional[list]:
                 [json.loads(l) for l in raw.splitlines() if l.strip()]
         except ValueError:
             return None
-        stack, best = [doc], []
-        while stack:
-            item = stack.pop()
-            if isinstance(item, list):
-                dicts = [x for x in item if isinstance(x, dict)]
-                if len(dicts) > len(best):
-                    best = dicts
-                stack.extend(item)
-            elif isinstance(item, dict):
-                stack.extend(item.values())
-        return best
+        return json_records(doc)
     if path.endswith((".csv", ".tsv")):
         rows = list(csv.reader(raw.splitlines(), delimiter="\t" if path.endswith(".tsv")
                                else ","))
