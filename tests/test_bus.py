@@ -1,5 +1,6 @@
 """The bus on real processes: first messages of new publishers, malformed input, acknowledged work
-across a proxy restart, gap counting and de-duplication, one proxy per data dir, CURVE on tcp."""
+across a proxy restart, gap counting and de-duplication, no outbox file left by an acked message,
+one proxy per data dir, CURVE on tcp."""
 from __future__ import annotations
 
 import dataclasses
@@ -23,8 +24,10 @@ from audit_support import wait_until
 from conftest import REPO, start_process, stop_process, wait_bus_ready
 from protocol import curve
 from protocol.bus import BusClient, BusTimeout
+from protocol.bus.outbox import Outbox
 from protocol.envelope import Envelope, encode
-from protocol.messages import EffectorStarted, MemoryQuery, MemoryResult, SubTaskAssign
+from protocol.messages import (EffectorStarted, MemoryQuery, MemoryResult, PlanningFailed,
+                               SubTaskAssign)
 from protocol.settings import load_settings
 from protocol.signing import signer_for
 
@@ -493,3 +496,28 @@ def test_resends_survive_senders_on_other_threads(bus_process, settings, bus_cli
         assert all(acked) and not sender._stopped.is_set()
     finally:
         sender.stop()
+
+
+def test_work_acked_before_its_outbox_file_is_written_leaves_no_file(bus_process, bus_clients,
+                                                                      tmp_path, monkeypatch):
+    """A handler thread sends and writes the outbox file; the loop thread takes the acks and
+    removes the file at the last one. When every ack comes first, that removal finds no file:
+    the file written after it must go too, or a restarted sender re-sends a message its
+    consumers finished with (a TaskSpec of an ended run would be planned and run again)."""
+    acked = threading.Event()
+    write = Outbox.put
+
+    def put_after_the_ack(self, msg_id, *args):    # this interleaving, every time
+        assert acked.wait(15), "the consumer never acknowledged"
+        write(self, msg_id, *args)
+
+    monkeypatch.setattr(Outbox, "put", put_after_the_ack)
+    handled: list[str] = []
+    bus_clients("ggs", setup=lambda c: c.on("PlanningFailed",
+                                            lambda env, msg: handled.append(env.id), ack=True))
+    outbox = tmp_path / "outbox"
+    sender = bus_clients("planner", outbox=outbox)
+    msg_id = sender.send(PlanningFailed(task_id="t-outbox", error="x"),
+                         on_done=lambda ok: acked.set())
+    assert acked.is_set() and handled == [msg_id]
+    assert not list(outbox.iterdir()), "an acknowledged message was left in the outbox"

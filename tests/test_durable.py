@@ -41,10 +41,10 @@ def durable():
     lock = threading.Lock()
 
     def rid_of(req) -> str:
-        for rid in reversed(list(holds)):  # the newest run: memory may recall older ones
-            if rid in req.user or rid == req.task:
-                return rid
-        return ""
+        """The held run a request belongs to, by its X-Artoo-Task header only: a prompt may quote
+        other runs' ids (the world model's facts about their files, memory), and a scheduled run
+        taken for an earlier phase's run was held on that phase's events (or slept in its tool)."""
+        return req.task if req.task in holds else ""
 
     def hold(req, phase: str) -> None:
         """Block the reply of the phase under test, once, until the daemon has been killed."""
@@ -104,6 +104,37 @@ def durable():
                 for h in holds.values():
                     h["release"].set()
                 session.close()
+
+
+KEY_FIELDS = ("role", "subtask_id", "status", "outcome", "directive", "verdict", "reason",
+              "error", "recommendation", "tool_input", "spawner", "plan_round")
+
+
+def run_report(env, run_id: str, rec: dict, t0: float) -> str:
+    """Where a run stopped: its decision-log events (kind and key fields, seconds from t0) and
+    the scripted LLM's requests for it (`llm_call` is logged when the reply is back, so a request
+    without one is a reply still awaited)."""
+    lines = [f"  {run_id} (submitted: {rec.get('submitted')}), decision log:"]
+    for e in tasklog.read(env.settings.tasks_dir, run_id):
+        fields = " ".join(f"{k}={str(e[k])[:80]!r}" for k in KEY_FIELDS if e.get(k) is not None)
+        lines.append(f"    t={float(e.get('ts', 0)) - t0:+7.1f}s {e.get('kind')} {fields}")
+    asked = [f"{r.role}@{r.ts - t0:+.1f}s" for r in env.llm.filter(task=run_id)]
+    lines.append(f"    LLM requests: {', '.join(asked) or 'none'}")
+    return "\n".join(lines)
+
+
+def history_summary(sched: dict, t0: float) -> str:
+    """A schedule's history with runs of the same event folded: `skipped x30 (t=+2.1s..+89.0s)`."""
+    out: list[list] = []            # [event, run id, count, first ts, last ts]
+    for h in sched["history"]:
+        if out and out[-1][0] == h["event"] and out[-1][1] == h.get("run_id"):
+            out[-1][2] += 1
+            out[-1][4] = h["ts"]
+        else:
+            out.append([h["event"], h.get("run_id"), 1, h["ts"], h["ts"]])
+    return "; ".join(f"{ev} {rid or ''}".strip() + (f" x{n}" if n > 1 else "")
+                     + f" (t={a - t0:+.1f}s" + (f"..{b - t0:+.1f}s)" if n > 1 else ")")
+                     for ev, rid, n, a, b in out)
 
 
 def kill_everything(settings) -> int:
@@ -188,18 +219,28 @@ def test_a_schedule_keeps_firing_across_a_crash_of_everything(durable):
         s = schedules.find(store.read(), sched["id"])
         return [h for h in s["history"] if h["event"] == "fired" and h["ts"] > t]
     wait_until(lambda: fired_after(0), 30, "the first scheduled run")
+    killed_at = time.time()
     kill_everything(env.settings)
     daemon.up(env.settings, timeout_s=120)
     up_at = time.time()
+
+    def explained(exc: AssertionError) -> AssertionError:
+        """The timeout, what the scheduler did, and where each open run stopped."""
+        data = store.read()
+        runs = "\n".join(run_report(env, rid, rec, killed_at)
+                          for rid, rec in data["open_runs"].items())
+        return AssertionError(
+            f"{exc} (killed at t=0, up at t={up_at - killed_at:+.1f}s)\n"
+            f"history: {history_summary(schedules.find(data, sched['id']), killed_at)}\n"
+            f"open runs:\n{runs or '  none'}")
     try:
         # a slot is skipped while the run the crash interrupted is still finishing (it resumes
         # from its checkpoint first), so the next run may take a few slots
         wait_until(lambda: fired_after(up_at), 90, "a scheduled run after the restart")
-    except AssertionError as exc:     # say what the scheduler did instead
-        raise AssertionError(f"{exc}; history: {schedules.find(store.read(), sched['id'])}; "
-                             f"open runs: {store.read()['open_runs']}") from None
-    with store.edit() as data:
-        schedules.find(data, sched["id"])["paused"] = True
-    wait_until(lambda: not store.read()["open_runs"], 120, "every scheduled run to end")
+        with store.edit() as data:
+            schedules.find(data, sched["id"])["paused"] = True
+        wait_until(lambda: not store.read()["open_runs"], 120, "every scheduled run to end")
+    except AssertionError as exc:
+        raise explained(exc) from None
     with store.edit() as data:
         data["schedules"] = [s for s in data["schedules"] if s["id"] != sched["id"]]

@@ -405,6 +405,11 @@ class BusClient(Inbound):
             frames = self._send_env(a, b, pending)  # registered before the send: the ack cannot win
             if self._outbox is not None:
                 self._outbox.put(a.id, b, frames[1], consumers)
+                if a.id not in self._pending:
+                    # acked by every consumer while the file was being written (a handler thread
+                    # sends, the loop thread takes the acks, and its removal found no file yet):
+                    # left there, a restart would re-send a message its consumers finished with
+                    self._outbox.remove(a.id)
         elif kind == "reply":
             self._send_reply(a, b)
         elif kind == "hello":
