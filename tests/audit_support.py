@@ -10,7 +10,7 @@ from typing import Callable
 import msgpack
 
 from auditor import log as audit_log
-from conftest import start_process, wait_bus_ready
+from conftest import start_process, stop_process, wait_bus_ready
 from services.runtime.bus import query_control
 
 
@@ -34,7 +34,11 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str,
 def start_bus(settings, env: dict | None = None):
     """The bus proxy with capture on (the capture relay buffers until a tap connects)."""
     proc = start_process(["-m", "services.runtime.bus"], {"ARTOO_CAPTURE": "1", **(env or {})}, "bus")
-    wait_bus_ready(settings)
+    try:
+        wait_bus_ready(settings)
+    except BaseException:       # never ready (a loaded machine): stop it, or it outlives the test
+        stop_process(proc)
+        raise
     return proc
 
 
