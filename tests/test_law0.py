@@ -210,6 +210,27 @@ def test_a_file_with_content_is_not_rewritten_because_a_check_derived_nothing(se
     assert any("derived nothing to compare" in u for u in j.outcome.unverified)
 
 
+BIGGEST_SQL = "FILE: biggest.txt\nSQL: SELECT city FROM cities ORDER BY population DESC LIMIT 1"
+BIGGEST_PY = ("FILE: biggest.txt\nPYTHON:\nimport csv\nrows = list(csv.DictReader(open("
+              "'cities.csv')))\nprint(max(rows, key=lambda r: int(r['population']))['city'])")
+
+
+def test_a_check_in_the_other_form_stands_in_for_one_that_derived_nothing(settings, ws):
+    # the awk check derives nothing; a query over cities.csv stands in, and contradicts a wrong
+    # file (a retry naming what it derived) or, with a program agreeing, verifies a right one
+    require_sandbox(settings, "the stand-in is a query run as a program in the sandbox")
+    av = biggest_city_with_a_check_that_derives_nothing(settings)
+    av.verifier.llm.replies.append(BIGGEST_SQL)
+    j = av.judge(result([run(settings, "echo Lagos > biggest.txt")], "biggest.txt written"))
+    assert j.kind == "retry" and "expects:\nOslo" in j.correction.what_was_wrong, j
+    (settings.workspace / "biggest.txt").unlink()
+    av = biggest_city_with_a_check_that_derives_nothing(settings)
+    av.verifier.llm.replies += [BIGGEST_SQL, BIGGEST_PY]
+    j = av.judge(result([run(settings, "echo Oslo > biggest.txt")], "biggest.txt written"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    assert any("stands in" in c for c in j.outcome.checks), j.outcome.checks
+
+
 def test_agreement_with_the_executors_own_method_is_not_verified(settings, ws):
     """Two runs of the same method are one derivation: a small model repeats its own mistake
     (a word grepped anywhere in the line), so agreeing with it proves nothing."""
@@ -767,3 +788,25 @@ def test_a_check_that_writes_a_file_into_a_folder_the_goal_makes_is_a_derivation
                         "done"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
     assert (settings.workspace / "backup" / "todo.txt").read_text() == "milk\neggs\n"
+
+
+def test_a_query_by_the_level_word_contradicts_a_count_of_the_word_anywhere(settings, ws):
+    # executor and first check count lines holding ERROR anywhere (one method: no evidence);
+    # the query over the log's words counts the lines whose level is ERROR: contradicted
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    (settings.workspace / "app.log").write_text(
+        "2024-05-01 09:00:00 INFO a\n2024-05-01 09:00:01 [ERROR] b\n"
+        "2024-05-01 09:00:02 INFO retry after ERROR\n2024-05-01 09:00:03 [ERROR] d\n")
+    goal = "How many entries in app.log have the level ERROR?"
+    first = {"output_file": "", "command": "grep -c ERROR app.log"}
+    av = validator(settings, goal, first,
+                   "FILE: none\nSQL: SELECT COUNT(*) FROM app WHERE level = 'ERROR'")
+    j = av.judge(result([run(settings, "grep -c ERROR app.log")], "3"))
+    assert j.kind == "retry" and "printed: 2" in j.correction.what_was_wrong, j
+    assert "level values: 'ERROR', 'INFO'" in av.verifier.llm.prompts[1]
+    # a query that matches the word anywhere in the line repeats the executor's method
+    av = validator(settings, goal, first,
+                   "FILE: none\nSQL: SELECT COUNT(*) FROM app WHERE line LIKE '%ERROR%'",
+                   "FILE: none\nPYTHON:\nprint(sum('ERROR' in l for l in open('app.log')))")
+    j = av.judge(result([run(settings, "grep -c ERROR app.log")], "3"))
+    assert not (j.outcome and j.outcome.verified), j

@@ -66,3 +66,34 @@ def test_files_code_resolved_for_the_goal_count_too(tmp_path):
     assert sqlcheck.tabular_files("the emails of the team file", str(tmp_path),
                                   also=["team.csv", "notes.txt", "team.csv", "gone.csv"]) == \
         ["team.csv"]
+
+
+def test_a_log_is_a_table_of_its_lines_by_what_code_finds_in_them(tmp_path):
+    # timestamp, severity word, key=value fields and the other words are columns; a key found in
+    # one message only is that message's text, not a column
+    (tmp_path / "app.log").write_text(
+        "2024-05-01T10:00:01 [ERROR] disk full user=ana\n\n"
+        "2024-05-01 10:00:02 INFO retry ERROR user=bo\n"
+        "2024-05-01 10:00:03 INFO set limit=3 user=cy\n10:00:04 DEBUG done user=ana\n")
+    text = sqlcheck.describe(["app.log"], str(tmp_path))
+    assert "app (app.log, 4 rows): n INTEGER, line TEXT, date TEXT, time TEXT, level TEXT, " \
+           "user TEXT, w1 TEXT, w2 TEXT, message TEXT" in text, text
+    assert "level values: 'DEBUG', 'ERROR', 'INFO'" in text
+    out = subprocess.run(sqlcheck.command(["app.log"], "SELECT n, time, user, message FROM app "
+                                                       "WHERE level = 'ERROR'"),
+                         shell=True, cwd=tmp_path, capture_output=True, text=True)
+    assert out.stdout == "1,10:00:01,ana,disk full user=ana\n", out
+    out = subprocess.run(sqlcheck.command(["app.log"], "SELECT line FROM app WHERE w2 = 'ERROR'"),
+                         shell=True, cwd=tmp_path, capture_output=True, text=True)
+    assert out.stdout == "2024-05-01 10:00:02 INFO retry ERROR user=bo\n", out
+
+
+def test_a_query_matching_text_anywhere_in_the_line_is_the_grep_method():
+    like = sqlcheck.command(["app.log"], "SELECT COUNT(*) FROM app WHERE line LIKE '%ERROR%'")
+    by_word = sqlcheck.command(["app.log"], "SELECT COUNT(*) FROM app WHERE level = 'ERROR'")
+    names = ["app.log"]          # the goal's names are no part of a method
+    assert ev.same_method("grep -c ERROR app.log", like, names)
+    assert ev.same_method("python3 -c 'print(sum(\"ERROR\" in l for l in open(\"app.log\")))'",
+                          sqlcheck.command(["app.log"], "SELECT COUNT(*) FROM app WHERE "
+                                                        "instr(message, 'ERROR') > 0"), names)
+    assert not ev.same_method("grep -c ERROR app.log", by_word, names)

@@ -43,10 +43,10 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
                                      "needs the tool sandbox)")
         return
     shell = [r.target for r in records if r.tool == "shell"]
-    second = self.derive_as(not first.program)
+    second = self.derive_other(first)
     if not second.available and second.command and "budget" not in second.why_unavailable:
         # a check that crashed is no check: the other form is asked once more, freer
-        again = self.derive_as(not first.program, temperature=RESAMPLE_TEMPERATURE)
+        again = self.derive_other(first, RESAMPLE_TEMPERATURE)
         if again.available:
             second = again
     doubt = confirms(self, report, records, file, second, shell, independent_of)
@@ -57,7 +57,7 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         # freer; it counts only if it reads the data otherwise than the first check (the
         # same reading repeats the same mistake). A second check that derived something
         # else is a contradiction no majority outvotes: "verified" is never a vote.
-        third = self.derive_as(first.program, temperature=RESAMPLE_TEMPERATURE)
+        third = self.derive_as(first.program, RESAMPLE_TEMPERATURE, query=first.sql)
         same = third.available and (
             _norm_cmd(third.command) == _norm_cmd(first.command) or independence.doubts(
                 "the resample", third.command, [first.command],

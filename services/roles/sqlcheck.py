@@ -28,9 +28,9 @@ from services.roles.programs import PYTHON_PREFIX
 from services.safety import datafiles
 
 # Loaded in the sandbox (stdlib only) and, for the prompt's table list, here: one reading of the
-# files for both. A table per file: CSV/TSV rows by header, or the longest list of JSON objects
-# anywhere in the document; a column is INTEGER or REAL if every non-empty value is one, else
-# TEXT; nested JSON values are JSON text (json_extract, json_array_length work on them).
+# files for both. A table per file: CSV/TSV rows by header, the longest list of JSON objects
+# anywhere in the document, or a log's lines (below); a column is INTEGER or REAL if every
+# non-empty value is one, else TEXT; nested JSON values are JSON text (json_extract, json_array_length work on them).
 LOADER = r'''
 import csv, json, os, re, sqlite3, sys
 
@@ -45,12 +45,54 @@ def _rows(path):
         for d in best:
             cols += [k for k in d if k not in cols]
         return cols, [[d.get(c) for c in cols] for d in best]
+    if path.endswith(".log"):
+        return _log_rows(raw)
     rows = [r for r in csv.reader(raw.splitlines(),
                                   delimiter="\t" if path.endswith(".tsv") else ",") if r]
     if not rows:
         return [], []
     cols = [h.strip() for h in rows[0]]
     return cols, [(r + [""] * len(cols))[:len(cols)] for r in rows[1:]]
+
+# A log's line is a table row by what code finds in it, not by position: a leading timestamp
+# (date, time), a severity word (level), key=value pairs (a column per key), the words after those
+# (w1..w4) and the text after the timestamp and level (message); `line` is the line as written.
+_STAMP = re.compile(r"\[?(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)"
+                    r"(?:Z|[+-]\d{2}:?\d{2})?)?\]?\s*|\[?(\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]?\s*")
+_LEVELS = {"TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING", "ERROR", "ERR", "CRIT",
+           "CRITICAL", "ALERT", "EMERG", "FATAL", "SEVERE"}
+_PAIR = re.compile(r"([A-Za-z_]\w*)=(\"[^\"]*\"|'[^']*'|\S*)")
+
+def _log_row(line):
+    row = {"line": line}
+    stamp = _STAMP.match(line)
+    rest = line
+    if stamp:
+        row["date"], row["time"] = stamp.group(1), stamp.group(2) or stamp.group(3)
+        rest = line[stamp.end():]
+    first = (rest.split() or [""])[0]
+    if first.strip("[]():<>").upper() in _LEVELS:
+        row["level"] = first.strip("[]():<>")
+        rest = rest.lstrip()[len(first):]
+    row["message"] = rest.strip()
+    for key, value in _PAIR.findall(rest):
+        row.setdefault("kv:" + key, value.strip("\"'"))
+    for k, word in enumerate(_PAIR.sub(" ", rest).split()[:4], 1):
+        row[f"w{k}"] = word
+    return row
+
+def _log_rows(raw):
+    found = [(i, _log_row(l)) for i, l in enumerate(raw.splitlines(), 1) if l.strip()]
+    keys = []      # a key is a column where it is a field of the lines, not one message's text
+    for _, r in found:
+        keys += [k for k in r if k.startswith("kv:") and k not in keys
+                 and 4 * sum(k in o for _, o in found) >= max(len(found), 8)]
+    fixed = [c for c in ("date", "time", "level") if any(c in r for _, r in found)]
+    cols = ["n", "line"] + fixed + keys[:8] + \
+        [f"w{k}" for k in range(1, 5) if any(f"w{k}" in r for _, r in found)] + ["message"]
+    names = [(c[3:] if c[3:] not in cols else c[3:] + "_value") if c.startswith("kv:") else c
+             for c in cols]
+    return names, [[i] + [r.get(c) for c in cols[1:]] for i, r in found]
 
 def _value(v, kind):
     if v is None or (isinstance(v, str) and not v.strip()):
@@ -130,6 +172,7 @@ Code prints the rows of your query, one per line, the values of a row joined by 
 - A file to create or change: select exactly the lines that file must have, in its order.
 - If what the goal asks about does not exist, select nothing.
 - Use every condition the goal states, on the exact column the goal names. Where a column holds one value in several spellings, compare LOWER(TRIM(column)).
+- A log file is a table of its lines: n (line number), line (the whole line as written), date, time and level where lines start with them, a column per key=value key, w1..w4 (the other words, in order) and message (the text after time and level). Select by the column that holds the field the goal names (level = 'ERROR'), never by text found anywhere in line or message.
 - To sort, ORDER BY the selected expression itself (ORDER BY 1).
 - A column holding JSON lists or objects: json_array_length(column), json_extract(column, '$.key').
 Examples:
@@ -145,14 +188,19 @@ Goal: How many accounts in accounts.csv are active?
 Tables: accounts (accounts.csv): id INTEGER, state TEXT
   state values: 'ACTIVE', 'Active', 'active', 'closed'
 FILE: none
-SQL: SELECT COUNT(*) FROM accounts WHERE LOWER(TRIM(state)) = 'active'"""
+SQL: SELECT COUNT(*) FROM accounts WHERE LOWER(TRIM(state)) = 'active'
+Goal: list the hosts that were denied in access.log, in order
+Tables: access (access.log): n INTEGER, line TEXT, date TEXT, time TEXT, w1 TEXT, w2 TEXT, message TEXT
+  w2 values: 'ALLOW', 'DENY'
+FILE: none
+SQL: SELECT w1 FROM access WHERE w2 = 'DENY' ORDER BY n"""
 
-_TABULAR = re.compile(r"[\w./-]+\.(?:csv|tsv|json|jsonl)\b", re.I)
+_TABULAR = re.compile(r"[\w./-]+\.(?:csv|tsv|json|jsonl|log)\b", re.I)
 MAX_TABLES = 4
 
 
 def tabular_files(goal: str, root: str, also: list[str] = ()) -> list[str]:
-    """The CSV/TSV/JSON files the goal names that exist under root (relative paths), and those
+    """The CSV/TSV/JSON/log files the goal names that exist under root (relative paths), and those
     of `also` (where code resolved the goal's files and fields: "the team file")."""
     names = {m.group(0).strip("./") for m in _TABULAR.finditer(goal or "")}
     base = os.path.realpath(root)
@@ -183,7 +231,8 @@ def describe(files: list[str], root: str) -> str:
             raw = []
         for row in rows[:2]:
             lines.append("  row: (" + ", ".join(repr(v[:40]) if isinstance(v, str) else
-                                               _NS["_cell"](v) for v in row) + ")")
+                                               "NULL" if v is None else _NS["_cell"](v)
+                                               for v in row) + ")")
         for i, (col, kind) in enumerate(cols):
             values = sorted({r[i] for r in rows if isinstance(r[i], str)})
             if kind == "TEXT" and 1 < len(values) <= 8 and len(values) < len(rows):

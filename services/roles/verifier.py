@@ -179,17 +179,27 @@ class Verifier:
         if self.derived is None:
             first = self.derive_as(None)
             if not first.available and first.command and "budget" not in first.why_unavailable:
-                other = self.derive_as(not first.program)
+                other = self.derive_other(first)
                 if other.available:
                     first = other
             self.derived = first
         return self.derived
 
-    def derive_as(self, program: Optional[bool], temperature: Optional[float] = None
-                  ) -> DerivedCheck:
+    def derive_other(self, first: DerivedCheck, temperature: Optional[float] = None
+                     ) -> DerivedCheck:
+        """A derivation in another form than `first`: after a query a program, after a program
+        a query over the goal's tables (else a shell command), after a shell command a query
+        (else a program)."""
+        if first.sql:
+            return self.derive_as(True, temperature, query=False)
+        return self.derive_as(not first.program, temperature, query=True)
+
+    def derive_as(self, program: Optional[bool], temperature: Optional[float] = None, *,
+                  query: Optional[bool] = None) -> DerivedCheck:
         """One derivation: a PYTHON program (`program`), a shell COMMAND, or (None) the form
-        that suits the goal — a program for a goal about a data file. Asked for the shell form
-        on a goal about tabular files, it asks for an SQL query over them (sqlcheck.py)."""
+        that suits the goal — a program for a goal about a data file. With `query` (by default
+        whenever the shell form is asked), an SQL query over the tables of the goal's tabular
+        files instead, where there are any (sqlcheck.py)."""
         self.start()
         check = DerivedCheck()
         root = self.before_dir or self.workspace
@@ -200,7 +210,8 @@ class Verifier:
             program = False
         elif program is None:
             program = names_data_file(self.goal, root)
-        tables = [] if program or toolbox.sandbox.mode != "bubblewrap" else \
+        query = not program if query is None else query
+        tables = [] if not query or toolbox.sandbox.mode != "bubblewrap" else \
             sqlcheck.tabular_files(self.goal, root, also=[
                 w for r in referents.coerce(self.subtask.referents) if r.status == "found"
                 and r.kind in ("file", "field") for w in r.where])
@@ -212,9 +223,9 @@ class Verifier:
                 self.prompt(tables=shown), task_id=self.task_id,
                 max_tokens=300 if program else 200 if shown else 160, **extra)
             reply = parse_derivation(text)
-            query = sqlcheck.parse_query(text) if shown else ""
-            if query:
-                reply.command = sqlcheck.command(tables, query)
+            sql = sqlcheck.parse_query(text) if shown else ""
+            if sql:
+                reply.command = sqlcheck.command(tables, sql)
         except LLMError as exc:
             check.why_unavailable = f"no independent check (LLM error: {exc})"
             return check
@@ -232,7 +243,7 @@ class Verifier:
             check.output_file = ""     # an input a question reads, never a file to rewrite
         check.command = strip_redirect(reply.command.strip(), check.output_file)
         check.program = check.command.startswith(PYTHON_PREFIX)   # the form it replied in
-        check.query = query
+        check.query = sql
         if not check.command:
             check.why_unavailable = "no independent check (the checker proposed no command)"
             return check
@@ -573,6 +584,8 @@ class Verifier:
             return Law0Report("unverified", f"{file} exists; {derived.why_unavailable}", checks,
                               unverified=[f"the content of {file}: {derived.why_unavailable}"],
                               answer=answer)
+        if content.strip() and not derived.output.strip():
+            derived = self._stand_in(derived, checks)
         expected = derived.output
         checks.append(f"independent check `{derived.label}` derived "
                       f"{len(expected.splitlines())} line(s)")
@@ -621,6 +634,18 @@ class Verifier:
                                      f"at the ends of lines are ignored")
         self._mark_echo(report, derived, records, file)
         return report
+
+    def _stand_in(self, derived: DerivedCheck, checks: list[str]) -> DerivedCheck:
+        """A file check that derived nothing has checked nothing (the 1.5B checker's awk often
+        prints nothing): one in the other form stands in for it, as for a check that crashed,
+        if it derives something; the k-of-N step then counts it as the first check."""
+        other = self.derive_other(derived)
+        if not (other.available and other.output.strip()):
+            return derived
+        checks.append(f"independent check `{derived.label}` derived nothing; "
+                      f"`{other.label}` stands in for it")
+        self.derived = other
+        return other
 
     def _check_effects(self, derived: DerivedCheck, after: dict[str, ev.FileState],
                        changes: ev.Changes, checks: list[str], answer: str, revealed: bool,

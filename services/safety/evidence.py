@@ -495,12 +495,21 @@ _PY_LINE_TEST = re.compile(r"""(['"])([^'"\n]+)\1\s+in\s+[A-Za-z_][\w.]*(?:\(\))
                            r"""|re\.(?:search|findall|match)\(\s*r?(['"])([^'"\n]+)\3""")
 
 
+# the same in an SQL check's query over a log's lines (services/roles/sqlcheck.py): `line LIKE
+# '%ERROR%'`, `instr(message, 'ERROR')`, `line GLOB '*ERROR*'`
+_SQL_LINE_TEST = re.compile(r"""\b(?:line|message)\s+LIKE\s+'%([^'%]+)%'"""
+                            r"""|\binstr\(\s*(?:line|message)\s*,\s*'([^']+)'\s*\)"""
+                            r"""|\b(?:line|message)\s+GLOB\s+'\*([^'*]+)\*'""", re.I)
+
+
 def _python_method(program: str) -> frozenset:
     """A program's method: its tests of a word anywhere in a line count as `grep WORD`, so a
     program that counts lines containing ERROR and `grep -c ERROR` are one derivation; the rest
     is its own stage (only the same program is the same method)."""
     stages = {("grep", frozenset({m.group(2) or m.group(4)}), frozenset())
               for m in _PY_LINE_TEST.finditer(program)}
+    stages |= {("grep", frozenset({next(g for g in m.groups() if g)}), frozenset())
+               for m in _SQL_LINE_TEST.finditer(program)}
     return frozenset(stages | {("python", frozenset({" ".join(program.split())}), frozenset())})
 
 
