@@ -582,6 +582,36 @@ def test_the_same_program_twice_is_not_verified_where_records_group(settings, ws
                for u in j.outcome.unverified), j.outcome.unverified
 
 
+def test_agreement_counts_where_the_check_itself_handles_the_datas_pitfall(settings, ws):
+    # the same reading twice on misleading data is no evidence, unless the check visibly takes
+    # care of what could mislead it: it compares the field case-folded and trimmed, or it groups
+    # the records per key; a check that does not stays doubted
+    from services.roles.programs import python_command
+    require_sandbox(settings, "a checking program runs only in the sandbox")
+    (settings.workspace / "orders.csv").write_text("id,status\n1,shipped\n2,Shipped \n3,x\n")
+    count = ("import csv\nprint(sum(r['status'].strip().lower() == 'shipped' for r in "
+             "csv.DictReader(open('orders.csv'))))")
+    for query, verified in (("LOWER(TRIM(status)) = 'shipped'", True),
+                            ("LOWER(status) = 'shipped'", False)):
+        av = validator(settings, "How many orders in orders.csv have status shipped?",
+                       "FILE: none\nPYTHON:\n" + count.replace("r[", "row[").replace(" r ", " row "),
+                       f"FILE: none\nSQL: SELECT COUNT(*) FROM orders WHERE {query}")
+        j = av.judge(result([run(settings, python_command(count))], "2"))
+        assert j.kind == "matched" and j.outcome.verified is verified, (query, j.outcome)
+    (settings.workspace / "pay.csv").write_text("customer,amount\nann,5\nbob,9\nann,6\n")
+    total = ("import csv\nt = {}\nfor r in csv.DictReader(open('pay.csv')):\n"
+             "    t[r['customer']] = t.get(r['customer'], 0) + float(r['amount'])\n"
+             "print(max(t, key=t.get))")
+    av = validator(settings, "Which customer paid the most in total, according to pay.csv?",
+                   "FILE: none\nPYTHON:\nimport csv\nsums = {}\nfor row in csv.DictReader("
+                   "open('pay.csv')):\n    sums[row['customer']] = sums.get(row['customer'], 0)"
+                   " + float(row['amount'])\nprint(max(sums, key=sums.get))",
+                   "FILE: none\nSQL: SELECT customer FROM pay GROUP BY customer "
+                   "ORDER BY SUM(amount) DESC LIMIT 1")
+    j = av.judge(result([run(settings, python_command(total))], "ann"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+
+
 def test_a_change_goal_whose_workspace_did_not_change_is_not_done(settings, ws):
     # the executor listed the lines to delete instead of deleting them; a check that lists the
     # same lines agrees with the listing, but nothing was done

@@ -7,6 +7,7 @@ result unverified (`doubts`). Pure reading of commands and the before-copy's fil
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 from typing import Iterable, Mapping
@@ -68,13 +69,74 @@ def _same_reads(what: str, check: str, shell: list[str], root: str) -> list[str]
         if theirs is None or theirs[0] != mine[0]:
             continue
         text = program + other
+        norms, grouped = handling(program)
         pitfalls = datafiles.data_pitfalls(root, mine[1] | theirs[1], mine[0],
-                                           parsed="csv." in text or "json." in text)
+                                           parsed="csv." in text or "json." in text,
+                                           norms=norms, grouped=grouped)
         if pitfalls:
             fields = ", ".join(sorted(mine[0])) or "the same lines"
             return [f"{what} agrees only with a check that read the same fields the same way "
                     f"({fields}), and the data could mislead that way: {'; '.join(pitfalls[:3])}"]
     return []
+
+
+_FOLDS = {"lower", "upper", "casefold"}
+_SQL_WRAP = re.compile(r'((?:\b(?:LOWER|UPPER|TRIM|LTRIM|RTRIM)\s*\(\s*)+)"?([A-Za-z_]\w*)"?\s*\)',
+                       re.I)
+
+
+def handling(program: str) -> tuple[dict, set]:
+    """What a check visibly does about the data's pitfalls: the fields it compares with case
+    folded and/or spaces trimmed (`LOWER(TRIM(status))`, `row['status'].strip().lower()`), as
+    `datafiles.normalised` functions, and the fields it groups records by (`GROUP BY customer`;
+    a program that adds into a dict per key groups by every field it reads). A pitfall the
+    check takes care of cannot make it agree with a wrong result, so agreement there counts."""
+    query = sqlcheck.query_of(program)
+    folds: dict[str, set] = {}
+    if query is not None:
+        for wrap, column in _SQL_WRAP.findall(query):
+            folds.setdefault(column, set()).update(
+                f.upper() for f in re.findall(r"[A-Za-z]+", wrap))
+        norms = {k: datafiles.normalised(bool(f & {"LOWER", "UPPER"}), "TRIM" in f)
+                 for k, f in folds.items()}
+        grouped = set()
+        for clause in re.findall(r"(?is)\bGROUP\s+BY\s+(.+?)(?:\bHAVING\b|\bORDER\b|\bLIMIT\b|\)|$)",
+                                 query):
+            grouped |= {w.strip('"') for w in re.findall(r'"[^"]+"|[A-Za-z_]\w*', clause)}
+        return norms, grouped
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return {}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _FOLDS | {"strip"}:
+            key = _field_under(node.value)
+            if key:
+                folds.setdefault(key, set()).add(node.attr)
+    norms = {k: datafiles.normalised(bool(f & _FOLDS), "strip" in f) for k, f in folds.items()}
+    sums = any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript) or
+               isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Subscript) and
+               isinstance(n.value, ast.BinOp) for n in ast.walk(tree)) or re.search(r"\b(?:Counter|defaultdict|groupby)\(",
+                                                     program)
+    keys = (datafiles.python_reads(program) or (frozenset(), frozenset()))[0]
+    return norms, set(keys) if sums else set()
+
+
+def _field_under(node) -> str:
+    """The field a chain of string-method calls starts from (`row['x'].strip().lower()`)."""
+    while True:
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "get" and node.args and \
+                    isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                return node.args[0].value
+            node = func.value if isinstance(func, ast.Attribute) else None
+        elif isinstance(node, ast.Subscript):
+            key = node.slice
+            return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) \
+                else ""
+        else:
+            return ""
 
 
 def _reads(program: str, root: str):

@@ -69,27 +69,39 @@ def _spellings(values: Iterable) -> tuple[list[list[str]], dict[str, set]]:
     return [sorted(g) for g in groups.values() if len(g) > 1], groups
 
 
-def _column_pitfalls(name: str, values: list, wanted: Iterable[str]) -> list[str]:
+def normalised(fold: bool, strip: bool):
+    """The value as a check that folds case and/or trims spaces compares it."""
+    def norm(value: str) -> str:
+        value = value.strip() if strip else value
+        return value.casefold() if fold else value
+    return norm
+
+
+def _column_pitfalls(name: str, values: list, wanted: Iterable[str], norm=None) -> list[str]:
     """Ways a field's values make one reading of it differ from another: blanks, case or space
     variants of one value, stray spaces, numbers mixed with words, and a looked-for string that
-    the field holds only in another case or spacing."""
+    the field holds only in another case or spacing. With `norm` (how the check compares the
+    field: case folded, spaces trimmed), the spelling pitfalls it takes care of are none."""
     found = []
     present = [v for v in values if v is not None and str(v).strip() != ""]
     if len(present) < len(values):
         found.append(f"{name} is empty in {len(values) - len(present)} record(s)")
     texts = [v for v in present if isinstance(v, str)]
     variants, groups = _spellings(texts)
+    if norm is not None:
+        variants = [g for g in variants if len({norm(v) for v in g}) > 1]
     if variants:
         found.append(f"{name} holds one value spelt differently: "
                      + ", ".join(repr(v) for v in variants[0][:3]))
-    elif any(v != v.strip() for v in texts):
+    elif any(v != v.strip() for v in texts) and (norm is None or norm(" x") != norm("x")):
         found.append(f"{name} has values with stray spaces")
     words = _words(present)
     if words and len(words) < len(present):
         found.append(f"{name} mixes numbers with other values ({words[0]!r})")
     for want in wanted:
         loose = [v for v in groups.get(_loose(want), ()) if v != want]
-        if loose and want not in groups.get(_loose(want), ()):
+        if loose and want not in groups.get(_loose(want), ()) and \
+                (norm is None or any(norm(v) != want for v in loose)):
             found.append(f"{name} holds {loose[0]!r}, not {want!r} exactly")
     return found
 
@@ -154,13 +166,16 @@ def spelling_hint(path: str) -> str:
 
 
 def data_pitfalls(root: str, files: Iterable[str], reads: Iterable[str], *,
-                  parsed: bool = False) -> list[str]:
+                  parsed: bool = False, norms: Optional[dict] = None,
+                  grouped: Iterable[str] = ()) -> list[str]:
     """What in the data files a program opens could make a program that reads `reads` wrong
     without an error: blank rows (unless `parsed`: the csv and json modules skip them), duplicate
     records, the pitfalls of each field it reads (`_column_pitfalls`), and records that group
-    (`_group_pitfall`). Two programs reading
-    the same fields the same way agree on such data whether or not they handled it; on data
-    without them their agreement means more."""
+    (`_group_pitfall`). Two programs reading the same fields the same way agree on such data
+    whether or not they handled it; on data without them their agreement means more. What the
+    check visibly handles is no pitfall: a field it compares through `norms[field]` (case
+    folded, spaces trimmed), records grouped by a field of `grouped` (GROUP BY, a sum per key)."""
+    norms = norms or {}
     reads = [r for r in reads if isinstance(r, str)]
     found: list[str] = []
     for name in sorted(set(files)):
@@ -180,8 +195,11 @@ def data_pitfalls(root: str, files: Iterable[str], reads: Iterable[str], *,
         columns = {k: [r.get(k) for r in records if r] for k in sorted(k for k in reads
                                                                        if k in keys)}
         for key, values in columns.items():
-            found += [f"{name}: {p}" for p in _column_pitfalls(key, values, wanted)]
-        found += [f"{name}: {p}" for p in _group_pitfall(columns, wanted)]
+            found += [f"{name}: {p}" for p in _column_pitfalls(key, values, wanted,
+                                                                norms.get(key))]
+        found += [f"{name}: {p}" for p in _group_pitfall(
+            {k: v for k, v in columns.items() if k not in set(grouped)}, wanted,
+            numbers=[k for k, v in columns.items() if _numeric(v)])]
     return found
 
 
@@ -195,12 +213,13 @@ def _numeric(values: list) -> bool:
     return bool(present) and not _words(present)
 
 
-def _group_pitfall(columns: dict[str, list], wanted: Iterable[str]) -> list[str]:
+def _group_pitfall(columns: dict[str, list], wanted: Iterable[str],
+                   numbers: Optional[list] = None) -> list[str]:
     """A text field that repeats across records, read together with a number and not compared
     with a value (a filter): the value of one record and the total (or mean) per group are two
     answers, and the same model picks the same one twice (the largest payment, not the customer
     who paid most)."""
-    numbers = [k for k, v in columns.items() if _numeric(v)]
+    numbers = [k for k, v in columns.items() if _numeric(v)] if numbers is None else numbers
     looked = {_loose(w) for w in wanted}
     for key, values in columns.items():
         texts = [str(v).strip() for v in values if isinstance(v, str) and v.strip()]
