@@ -205,3 +205,32 @@ def test_a_missing_thing_the_world_names_is_recalled_not_missing():
     assert [r["status"] for r in refs] == ["recalled", "missing", "found"]
     recalled(refs, "")
     assert refs[1]["status"] == "missing"
+
+
+class _BrokenLLM:
+    """An LLM client with a bug: it raises what no role expects (not an LLMError)."""
+    local = False
+
+    def complete_json(self, *args, **kwargs):
+        raise RuntimeError("client bug")
+
+    complete_text = complete_json
+
+
+def test_a_perceiver_that_fails_on_a_request_ends_the_task_instead_of_leaving_it_waiting():
+    # the real GGS process on a real bus; the perceiver in this process with a client that
+    # raises: the sender gets a FinalResult at once, not silence until the deadline
+    from services.roles.perceiver import Perceiver
+    with pipeline_stack(["ggs"]) as s:
+        user = s.recorder("user", ["FinalResult"], ack=("FinalResult",))
+        holder = {}
+        s.client("perceiver", setup=lambda c: holder.setdefault(
+            "p", Perceiver(c, s.settings, llm=_BrokenLLM())).register())
+        rid = run_id()
+        s.submit(s.client("user"), rid, "how many files are in the workspace?")
+        final = user.wait_type("FinalResult", rid)[0]
+        assert final.status == "abandoned" and "perceiver failed" in final.summary, final
+        assert "RuntimeError: client bug" in final.summary
+        kinds = [e["kind"] for e in tasklog.read(s.settings.tasks_dir, rid)]
+        assert "perceiver_failed" in kinds
+        holder["p"].close()

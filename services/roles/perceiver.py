@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field
 from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (ClarificationReply, ClarificationRequest, ConversationalReply,
-                               EmotionVector, Referent, TaskConstraints, TaskSpec, UserRequest,
-                               WorldQuery)
+                               EmotionVector, Referent, TaskConstraints, TaskLost, TaskSpec,
+                               UserRequest, WorldQuery)
 from protocol.settings import Settings
 
 from services.runtime import tasklog, telemetry, world
@@ -253,10 +253,28 @@ class Perceiver:
         deadline_s = req.options.deadline_s or self.settings.task_deadline_s
         state = {"task_id": task, "request": req.model_dump(), "qa": [], "round": 0,
                  "created_at": now, "deadline_at": now + deadline_s}
-        if is_conversational(req.text):
-            self._converse(req)
-            return
-        self._perceive(state)
+        self._or_end(task, (lambda: self._converse(req)) if is_conversational(req.text)
+                     else (lambda: self._perceive(state)))
+
+    def _or_end(self, task: str, step) -> None:
+        """No request may hang on a fault of ours: a step that raises (a bug, a disk error)
+        ends the task at once — GGS sends its FinalResult on the TaskLost — instead of leaving
+        the sender waiting for the deadline with the request acknowledged as handled."""
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 - reported on the bus and in the task log
+            log.exception("perceiving %s failed", task)
+            with self.lock:
+                self.pending.pop(task, None)
+                self.done[task] = time.time()
+            self.store.delete(task)
+            why = f"the perceiver failed on this request ({type(exc).__name__}: {exc})"
+            try:
+                tasklog.append(self.settings.tasks_dir, task, "perceiver_failed", error=why)
+            except OSError:
+                pass
+            self.client.send(TaskLost(task_id=task, role=ROLE, lost_where=self.client.node,
+                                      reason=f"{why}; the task cannot continue"))
 
     # -- more than one instance (services/runtime/takeover.py) ----------------------------------
     def _holds(self, task_id: str) -> bool:
@@ -298,7 +316,7 @@ class Perceiver:
             state["qa"].append({"question": state.get("question", ""), "answer": reply.answer})
         tasklog.append(self.settings.tasks_dir, task, "clarification_reply", round=reply.round,
                        answer=reply.answer)
-        self._perceive(state)
+        self._or_end(task, lambda: self._perceive(state))
 
     def expire_questions(self) -> None:
         """Timer: a question the operator left unanswered becomes "proceed as best you can"."""
@@ -312,7 +330,7 @@ class Perceiver:
         for state in expired:
             tasklog.append(self.settings.tasks_dir, state["task_id"], "clarification_reply",
                            round=state["round"], answer="", timed_out=True)
-            self.pool.submit(self._perceive, state)
+            self.pool.submit(self._or_end, state["task_id"], lambda s=state: self._perceive(s))
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
