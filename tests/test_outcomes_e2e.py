@@ -43,6 +43,15 @@ def test_a_missing_referent_is_not_possible_without_a_model_call(e2e, kind, goal
     assert "referents_missing" in kinds and "llm_call" not in kinds
 
 
+def run_with_budget(e2e, rid: str, text: str, calls: int):
+    """One task run with `--max-llm-calls calls`."""
+    e2e.session.max_llm_calls = calls
+    try:
+        return run_task(e2e, rid, text)
+    finally:
+        e2e.session.max_llm_calls = None
+
+
 def test_the_call_budget_is_a_bound(e2e):
     """A run with --max-llm-calls 4 whose executor never answers: the perceiver and planner
     spend 2, the subtask gets the 2 left, and its third call is never made. The task ends
@@ -54,11 +63,7 @@ def test_the_call_budget_is_a_bound(e2e):
     e2e.router.calls[intent] = lambda req: shell(f"grep -c straw hay-{rid}.txt; echo {next(counter)}")
     e2e.llm.add("perceiver", perception("keep looking"), task=rid)
     e2e.llm.add("planner", plan(subtask(intent, ["found"])), task=rid)
-    e2e.session.max_llm_calls = 4
-    try:
-        final = run_task(e2e, rid, "keep looking")
-    finally:
-        e2e.session.max_llm_calls = None
+    final = run_with_budget(e2e, rid, "keep looking", 4)
     calls = [ev for ev in tasklog.read(e2e.settings.tasks_dir, rid) if ev["kind"] == "llm_call"]
     assert len(calls) <= 4, [c["role"] for c in calls]
     assert final.status != "verified" and "budget" in final.summary, final.summary
@@ -79,11 +84,7 @@ def test_the_executor_leaves_the_last_calls_to_the_checks(e2e):
     e2e.router.script.verifier(intent, check(f"wc -l < {hay}"))
     e2e.llm.add("perceiver", perception("count the straws"), task=rid)
     e2e.llm.add("planner", plan(subtask(intent, ["counted"])), task=rid)
-    e2e.session.max_llm_calls = 6
-    try:
-        final = run_task(e2e, rid, "count the straws")
-    finally:
-        e2e.session.max_llm_calls = None
+    final = run_with_budget(e2e, rid, "count the straws", 6)
     roles = [ev["role"] for ev in tasklog.read(e2e.settings.tasks_dir, rid)
              if ev["kind"] == "llm_call"]
     assert len(roles) <= 6 and roles.count("executor") == 2, " ".join(roles)
@@ -91,6 +92,5 @@ def test_the_executor_leaves_the_last_calls_to_the_checks(e2e):
     log = [(ev["kind"], ev.get("role") or ev.get("what_was_wrong") or ev.get("evidence") or
             ev.get("tool_output")) for ev in tasklog.read(e2e.settings.tasks_dir, rid)
            if ev["kind"] in ("llm_call", "tool_call", "criterion_verdict", "correction")]
-    open("/tmp/keeplog.txt", "w").write("\n".join(map(str, log)))
     assert final.status == "unverified" and final.answer.strip() == "3", (final.summary, log)
     assert any("wc -l" in c for c in final.checks), final.checks
