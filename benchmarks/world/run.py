@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -151,6 +152,8 @@ def summary(mode: str, rows: list[dict]) -> str:
 
 
 def main() -> int:
+    # a SIGTERM (a killed run) unwinds like Ctrl-C, so the `finally` stops the daemon it started
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--modes", default="on,off")
     ap.add_argument("--limit", type=int, default=None)
