@@ -17,10 +17,10 @@ from services.roles.verifier import Verifier
 from test_effector_units import FakeLLM
 
 
-def subtask(goal: str) -> SubTask:
+def subtask(goal: str, context: str = "") -> SubTask:
     return SubTask(subtask_id="st-1", parent_task_id="run-law0", intent=goal, goal=goal,
                    success_criteria=[Criterion(text="the goal is achieved")],
-                   options=RunOptions())
+                   options=RunOptions(), context=context)
 
 
 @pytest.fixture
@@ -56,9 +56,9 @@ def no_leftover_copies():
 VERIFIERS: list[list] = []
 
 
-def validator(settings, goal: str, *derivations, opinions=()):
+def validator(settings, goal: str, *derivations, opinions=(), context: str = ""):
     """R4a on the bundled-model path (code decides) unless `opinions` are given (remote)."""
-    st = subtask(goal)
+    st = subtask(goal, context)
     local = not opinions
     verifier = Verifier(st, FakeLLM(*derivations), settings)
     verifier.start()
@@ -802,6 +802,30 @@ def test_a_check_that_prints_a_value_it_was_told_is_no_evidence(settings, ws):
     assert not restates("grep -o 8443 db.yaml", "8443", goal)
     assert not restates("python3 -c 'print(open(\"db.yaml\").read().split()[1], 8443)'",
                         "5432 8443", goal)
+
+
+def test_a_value_the_world_recorded_is_a_reference_the_work_can_contradict_never_evidence(
+        settings, ws):
+    # the port was found in an earlier session (a fact of the world's projection in the
+    # context); the file it came from is gone. A check that echoes that fact's value fails a
+    # file holding another value (a correction naming it), and agrees with the right one only
+    # as "unverified": no input of this session holds the value
+    from services.runtime import world
+    require_sandbox(settings, "the second check in another form is a program")
+    context = (f"{world.PROJECTION_HEADER}\n- [today 10:02] answer to 'What port does "
+               f"config/app.yaml set?': 8431\n- [today 10:02] config/app.yaml sets port = 8431")
+    goal = "Write the port you found in the previous session into port.txt"
+    echo = {"output_file": "port.txt", "command": "echo 8431"}
+    av = validator(settings, goal, echo, context=context)
+    j = av.judge(result([run(settings, "echo 8443 > port.txt")], "done"))
+    assert j.kind == "retry" and "expects:\n8431" in j.correction.what_was_wrong, j
+    (settings.workspace / "port.txt").unlink()
+    av = validator(settings, goal, echo, "FILE: port.txt\nPYTHON:\nprint('8431')",
+                   context=context)
+    j = av.judge(result([run(settings, "echo 8431 > port.txt")], "done"))
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome
+    assert any("the world model recorded in an earlier session" in u
+               for u in j.outcome.unverified), j.outcome.unverified
 
 
 def test_a_check_that_writes_a_file_into_a_folder_the_goal_makes_is_a_derivation(settings, ws):

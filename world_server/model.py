@@ -626,8 +626,7 @@ class WorldModel:
         facts = [f for _, f in facts[:s.world_projection_facts]]
         if not facts and not chosen:
             return {"text": "", "entities": [], "facts": []}
-        lines = ["What artoo knows from earlier sessions (world model: facts checked by code, "
-                 "valid now):"]
+        lines = [W.PROJECTION_HEADER]
         for f in facts:
             lines.append(f"- [{_when(f['valid_at'])}] {f['text']}"
                          + (f" ({f['status'].replace('_', ' ')})" if f["status"] == "user_said"

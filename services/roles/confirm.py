@@ -97,6 +97,9 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
     form = "query" if check.sql else "program" if check.program else "command"
     if not check.available:
         return f"a second independent check in another form: {check.why_unavailable}"
+    if check.recalled:
+        return (f"a second independent check in another form (`{check.label}`) only restates "
+                f"what the world model recorded in an earlier session: a reference, no evidence")
     shown = head_tail(check.output.strip(), 200) or "(nothing)"
     first = self.derived
     if first.effects is not None:

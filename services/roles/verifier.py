@@ -45,6 +45,7 @@ from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missin
                                        named_in, not_found, parse_derivation, restates,
                                        strip_redirect)
 from services.roles.programs import PYTHON_PREFIX, names_data_file
+from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, referents
@@ -66,6 +67,7 @@ class DerivedCheck:
     why_unavailable: str = ""
     program: bool = False               # a PYTHON program (as run), not a shell COMMAND
     query: str = ""                     # an SQL query over the loaded tables (sqlcheck.py)
+    recalled: str = ""                  # it restates this fact of the world's projection
 
     @property
     def sql(self) -> bool:
@@ -277,10 +279,14 @@ class Verifier:
             return check
         # today's date is in the prompt by code, not a belief: echoing it is a derivation
         if restates(check.command, check.output, f"{self.goal} {time.strftime('%Y-%m-%d')}"):
-            check.why_unavailable = (f"no independent check (`{check.label}` prints a value "
-                                     f"written into it, read from no input, that the goal does "
-                                     f"not state: it repeats what the checker was told)")
-            return check
+            # a value the world's projection holds as a fact (checked by code in an earlier
+            # session) is a reference the work can contradict, never evidence that verifies
+            check.recalled = self._recalled(check.output)
+            if not check.recalled:
+                check.why_unavailable = (f"no independent check (`{check.label}` prints a value "
+                                         f"written into it, read from no input, that the goal "
+                                         f"does not state: it repeats what the checker was told)")
+                return check
         if effects and check.effects is None:
             # a change goal's check is the copy it changed: one that changed nothing (it only
             # printed) derived nothing to compare the workspace with
@@ -289,6 +295,15 @@ class Verifier:
             return check
         check.available = True
         return check
+
+    def _recalled(self, output: str) -> str:
+        """The fact lines of the world's projection in this subtask's context that hold every
+        value `output` states ("" if none does)."""
+        values = set(ev.answer_values(output))
+        facts = [f for f in world.projected_facts(self.subtask.context)
+                 if values & set(ev.tokens(f))]
+        held = set().union(*(set(ev.tokens(f)) for f in facts)) if facts else set()
+        return "; ".join(facts)[:300] if values and values <= held else ""
 
     def _run_scratch(self, check: DerivedCheck, root: str, *, effects: bool,
                      pure: bool = False) -> ToolOutput:
@@ -340,10 +355,17 @@ class Verifier:
               revealed: bool = False) -> Law0Report:
         report = self._check(result, records, current=current, revealed=revealed)
         file = self.derived.output_file if self.derived is not None else ""
+        if report.kind in ("verified", "unverified") and self.derived is not None and \
+                self.derived.recalled:
+            # no input holds the value now: what was known is a reference, not evidence
+            report.kind = "unverified"
+            report.unverified.append(f"it agrees with what the world model recorded in an "
+                                     f"earlier session ({self.derived.recalled}); no input of "
+                                     f"this session holds that value")
         # agreement discounted only because the check used the executor's own method: a second
         # check in the other form that is independent of the executor may still confirm it
         echo_only = report.kind == "unverified" and bool(report.doubts) and \
-            report.unverified == report.doubts
+            report.unverified == report.doubts and not (self.derived and self.derived.recalled)
         refs = referents.coerce(self.subtask.referents)
         root = self.before_dir or self.workspace
         if report.kind in ("verified", "unverified"):

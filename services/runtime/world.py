@@ -317,3 +317,25 @@ def stated_deadline(text: str, now: Optional[float] = None) -> Optional[float]:
     if _EOD.search(text or ""):
         return base.replace(hour=23, minute=59, second=0).timestamp()
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the projection as the roles read it
+# ---------------------------------------------------------------------------------------------
+
+PROJECTION_HEADER = ("What artoo knows from earlier sessions (world model: facts checked by code, "
+                     "valid now):")
+
+
+def projected_facts(context: str) -> list[str]:
+    """The fact lines of the world's projection inside a subtask's context ("- [when] text"),
+    as the world process wrote them (world_server/model.py)."""
+    if PROJECTION_HEADER not in (context or ""):
+        return []
+    block = context.split(PROJECTION_HEADER, 1)[1].splitlines()
+    facts = []
+    for line in block[1:] if block and not block[0].strip() else block:
+        if not line.startswith("- ["):
+            break
+        facts.append(line[2:])
+    return facts
