@@ -804,6 +804,35 @@ def test_a_check_that_prints_a_value_it_was_told_is_no_evidence(settings, ws):
                         "5432 8443", goal)
 
 
+def test_a_check_repeating_the_method_an_earlier_attempt_left_does_not_fail_the_next(
+        settings, ws):
+    # attempt 1 lists full paths with find; the first check is the same find (no evidence), a
+    # program in the other form derives bare names and contradicts it: a retry. Attempt 2
+    # writes the bare names another way; the first check still says full paths, but it is the
+    # method attempt 1 left: the program in the other form decides, and agrees
+    from services.roles.programs import python_command
+    require_sandbox(settings, "the checks in the other form are programs")
+    for path in ("docs/a.txt", "docs/sub/b.txt"):
+        (settings.workspace / path).parent.mkdir(parents=True, exist_ok=True)
+        (settings.workspace / path).write_text("x\n")
+    goal = "Write the names (just the names, no folders) of the .txt files under docs/ to names.txt"
+    names_py = ("FILE: names.txt\nPYTHON:\nimport os\nfor n in sorted(f for _, _, fs in "
+                "os.walk('docs') for f in fs if f.endswith('.txt')):\n    print(n)")
+    av = validator(settings, goal, {"output_file": "names.txt",
+                                    "command": "find docs -name '*.txt' | sort"},
+                   names_py, names_py.replace("sorted(", "list(sorted("
+                                              ).replace("endswith('.txt'))", "endswith('.txt')))"))
+    j = av.judge(result([run(settings, "find docs -name '*.txt' | sort > names.txt")], "done"))
+    assert j.kind == "retry" and "a.txt\nb.txt" in j.correction.what_was_wrong, j
+    (settings.workspace / "names.txt").unlink()
+    second = python_command("import glob, os\nnames = sorted(os.path.basename(p) for p in "
+                            "glob.glob('docs/**/*.txt', recursive=True))\n"
+                            "open('names.txt', 'w').write(''.join(n + '\\n' for n in names))")
+    j = av.judge(result([run(settings, second)], "done", attempt=2))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    assert (settings.workspace / "names.txt").read_text() == "a.txt\nb.txt\n"
+
+
 def test_a_value_the_world_recorded_is_a_reference_the_work_can_contradict_never_evidence(
         settings, ws):
     # the port was found in an earlier session (a fact of the world's projection in the

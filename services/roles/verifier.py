@@ -296,6 +296,29 @@ class Verifier:
         check.available = True
         return check
 
+    def _left_method(self, report: Law0Report, records: list[ToolCallRecord],
+                     current: Optional[list[ToolCallRecord]]) -> Law0Report:
+        """A check that disagrees with this attempt while repeating the method of an earlier
+        attempt, which this one left (often because a second check contradicted it), is that
+        earlier attempt's method, no independent check: its disagreement is no evidence either
+        way, and the result is judged like an agreement that was no evidence — a derivation in
+        the other form decides (`confirm`), a correction only if it contradicts the result."""
+        if report.kind != "failed" or not report.disagreement or self.derived is None or \
+                current is None:
+            return report
+        earlier = [r.target for r in records if r.tool == "shell" and r not in current]
+        was = independence.own_method(self.derived.command, earlier, self.names)
+        if not was or independence.own_method(self.derived.command,
+                                              [r.target for r in current if r.tool == "shell"],
+                                              self.names):
+            return report
+        why = (f"the check repeats the method of an earlier attempt (`{head_tail(was, 120)}`), "
+               f"which this attempt left: its disagreement is no evidence either way")
+        left = Law0Report("unverified", why, report.checks, unverified=[why], doubts=[why],
+                          answer=report.answer)
+        left.void = True
+        return left
+
     def _recalled(self, output: str) -> str:
         """The fact lines of the world's projection in this subtask's context that hold every
         value `output` states ("" if none does)."""
@@ -362,6 +385,7 @@ class Verifier:
             report.unverified.append(f"it agrees with what the world model recorded in an "
                                      f"earlier session ({self.derived.recalled}); no input of "
                                      f"this session holds that value")
+        report = self._left_method(report, records, current)
         # agreement discounted only because the check used the executor's own method: a second
         # check in the other form that is independent of the executor may still confirm it
         echo_only = report.kind == "unverified" and bool(report.doubts) and \
