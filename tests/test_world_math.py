@@ -199,3 +199,19 @@ def test_the_spawner_starts_queued_subtasks_by_priority_fifo_among_equals():
                                         assign("d", urgent)]))
     order = [Spawner._pop_next(fake).subtask_id for _ in range(4)]
     assert order == ["d", "b", "a", "c"]
+
+
+def test_a_prompt_keeps_the_projection_whole_and_cuts_only_the_rest():
+    # the dispatcher appends the projection to the planner's context; a head-and-tail cut of the
+    # two together dropped the best-ranked facts (they sit in the middle)
+    from services.runtime import world
+    from services.safety.tools import head_tail
+    facts = "\n".join(f"- [today 10:0{i}] fact {i}: value-{i}" for i in range(8))
+    projection = f"{world.PROJECTION_HEADER}\n{facts}\nRelated: file a.txt"
+    context = "planner notes " * 60 + "\n\n" + projection
+    text = world.context_text(context, 200, head_tail)
+    assert text.endswith(projection) and "value-0" in text and len(text) < 200 + len(projection) + 60
+    assert world.split_projection(context)[1] == projection
+    assert world.context_text("short", 200, head_tail) == "short"
+    assert world.projected_facts(context)[0] == "[today 10:00] fact 0: value-0"
+    assert world.projected_facts("no projection here") == []

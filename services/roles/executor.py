@@ -25,7 +25,7 @@ from protocol.settings import Settings
 
 from services.roles.programs import (PYTHON_PREFIX, names_data_file, python_code,
                                      python_command)
-from services.runtime import tasklog, telemetry
+from services.runtime import tasklog, telemetry, world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import BudgetSpent, LLMError
 from services.safety import evidence, mcp, referents
@@ -368,7 +368,7 @@ class Executor:
             lines.append("Success criteria:")
             lines += [f"{i}. {c.text}" for i, c in enumerate(st.success_criteria, 1)]
         if st.context:
-            lines.append(f"Context: {head_tail(st.context, self.output_chars)}")
+            lines.append(f"Context: {world.context_text(st.context, self.output_chars, head_tail)}")
         if st.deadline:
             lines.append(f"Deadline: {st.deadline}")
         if st.blocked_tools:

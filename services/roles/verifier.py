@@ -163,7 +163,7 @@ class Verifier:
         if " ".join(self.subtask.intent.split()) != " ".join(self.goal.split()):
             lines.append(f"Subtask: {self.subtask.intent}")
         if self.subtask.context:
-            lines.append(f"Context: {head_tail(self.subtask.context, 600)}")
+            lines.append(f"Context: {world.context_text(self.subtask.context, 600, head_tail)}")
         if tables:
             lines.append("Tables (loaded from the files before the work):")
             lines.append(tables)

@@ -327,6 +327,24 @@ PROJECTION_HEADER = ("What artoo knows from earlier sessions (world model: facts
                      "valid now):")
 
 
+def split_projection(context: str) -> tuple[str, str]:
+    """A subtask's context as (the rest, the world's projection block): the dispatcher appends
+    the projection, bounded by the world process (`world_projection_chars`)."""
+    if PROJECTION_HEADER not in (context or ""):
+        return context or "", ""
+    rest, block = context.split(PROJECTION_HEADER, 1)
+    return rest.rstrip(), PROJECTION_HEADER + block
+
+
+def context_text(context: str, budget: int, cut) -> str:
+    """The context as a prompt shows it: the rest cut to `budget` by `cut` (head and tail), the
+    projection whole — a head-and-tail cut of both together dropped its best-ranked facts, which
+    sit in the middle."""
+    rest, projection = split_projection(context)
+    rest = cut(rest, budget) if rest.strip() else ""
+    return "\n\n".join(p for p in (rest, projection) if p)
+
+
 def projected_facts(context: str) -> list[str]:
     """The fact lines of the world's projection inside a subtask's context ("- [when] text"),
     as the world process wrote them (world_server/model.py)."""
