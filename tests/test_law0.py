@@ -804,6 +804,23 @@ def test_a_check_that_prints_a_value_it_was_told_is_no_evidence(settings, ws):
                         "5432 8443", goal)
 
 
+def test_an_empty_folder_the_goal_asks_for_is_made_not_missing(settings, ws):
+    # file snapshots do not see an empty folder: `mkdir atlas` was "the file atlas does not
+    # exist" (with advice to open('atlas', 'w')) or "nothing in the workspace changed"
+    for check in ({"output_file": "atlas", "command": "mkdir atlas"},
+                  {"output_file": "", "command": "mkdir atlas"}):
+        av = validator(settings, "Create a folder named atlas", check)
+        j = av.judge(result([run(settings, "mkdir -p atlas")], "done"))
+        assert j.kind == "matched" and not j.outcome.verified, (check, j)
+        assert any("folders made: atlas" in c for c in j.outcome.checks), j.outcome.checks
+    assert (ws / "atlas").is_dir()
+    (ws / "atlas").rmdir()
+    av = validator(settings, "Create a folder named atlas",
+                   {"output_file": "atlas", "command": "mkdir atlas"})
+    j = av.judge(result([run(settings, "mkdir project")], "done"))
+    assert j.kind == "retry", j                               # the wrong folder is no folder
+
+
 def test_a_check_repeating_the_method_an_earlier_attempt_left_does_not_fail_the_next(
         settings, ws):
     # attempt 1 lists full paths with find; the first check is the same find (no evidence), a

@@ -109,7 +109,7 @@ class WorldModel:
                 st.track(txn, stmt.subject, kind, _name(stmt.subject), at=at,
                          sentiment=emo.valence, episode=task, lam=self.s.world_ema_lambda)
                 st.assert_fact(txn, stmt.subject, stmt.predicate, stmt.value,
-                               f"the user said: {stmt.text}", status="user_said", valid_at=at,
+                               stmt.said, status="user_said", valid_at=at,
                                episode={"task": task, "evidence": f"user message: {stmt.text}",
                                         "at": at})
             if deadline:
@@ -628,9 +628,7 @@ class WorldModel:
             return {"text": "", "entities": [], "facts": []}
         lines = [W.PROJECTION_HEADER]
         for f in facts:
-            lines.append(f"- [{_when(f['valid_at'])}] {f['text']}"
-                         + (f" ({f['status'].replace('_', ' ')})" if f["status"] == "user_said"
-                            else ""))
+            lines.append(f"- [{_when(f['valid_at'])}] {f['text']}")
         if chosen:
             lines.append("Related: " + ", ".join(
                 f"{e['kind']} {e['name']} ({e['mentions']}× mentioned, last {_when(e['last_mentioned'])})"

@@ -438,6 +438,10 @@ class Verifier:
         changes = self.changes = ev.diff(self.before, after)
         self.changed = changes.touched + changes.deleted
         checks = [f"workspace: {changes.describe()}"]
+        # folders hold no bytes, so file snapshots do not see an empty one made
+        made = sorted(ev.folders(self.workspace) - ev.folders(self.before_dir or self.workspace))
+        if made:
+            checks.append(f"folders made: {', '.join(made[:10])}")
         claims_none = result.status == "not_possible" or (not ev.answer_values(answer)
                                                           and claims_absence(answer))
         # A file goal's deliverable is the file (checked below, its answer written by code): a
@@ -483,10 +487,17 @@ class Verifier:
         unexpected = [p for p in changes.modified + changes.deleted if p != file]
         if unexpected:
             checks.append(f"changed and not asked for: {', '.join(unexpected[:10])}")
+        if file and file.rstrip("/") in made:
+            # the check's FILE is a folder this subtask made: its name is all there is to
+            # compare, and they agree on it — done, with nothing a check could verify
+            return Law0Report("unverified", f"{file} is a folder this subtask made, as the "
+                              f"independent check named it", checks,
+                              unverified=[f"{file} is a folder: an empty folder's name is all "
+                                          f"a check can compare"], answer=answer)
         if file:
             return self._check_file(file, derived, changes, checks, unexpected, answer,
                                     revealed, records)
-        if not claims_none and not (changes.touched or changes.deleted) and \
+        if not claims_none and not (changes.touched or changes.deleted or made) and \
                 ev.asks_to_change(self.subtask.intent or self.goal):
             # no file to check: listing what to delete, move or write is not doing it, and a
             # check that lists the same agrees all the same

@@ -118,6 +118,15 @@ class Statement:
     value: str
     text: str
 
+    @property
+    def said(self) -> str:
+        """The fact as a prompt shows it: what the value is of, spelt out, then the user's words
+        ("Call the project atlas." alone left the small model making a folder named project)."""
+        thing = self.subject.split(":", 1)[-1]
+        what = f"the {thing}'s name is {self.value}" if self.predicate == "name" else \
+            f"the {thing} is {self.value}"
+        return f"the user said {what} (their words: \"{self.text}\")"
+
 
 _VALUE = r"['\"`]?([\w][\w.:/@-]*)['\"`]?"
 _SAID = (

@@ -332,6 +332,19 @@ def _walk(root: str, max_files: int):
             yield os.path.join(dirpath, name)
 
 
+def folders(root: str, max_folders: int = 5000) -> set[str]:
+    """The folders under root (relative paths), which file snapshots do not list when empty."""
+    out: set[str] = set()
+    if not root or not os.path.isdir(root):
+        return out
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        out |= {os.path.relpath(os.path.join(dirpath, d), root) for d in dirnames}
+        if len(out) >= max_folders:
+            break
+    return out
+
+
 def snapshot(root: str, *, max_files: int = 5000, hash_max_bytes: int = 1 << 20
              ) -> dict[str, FileState]:
     """Relative path → (size, mtime, hash of small files) of the regular files under root."""
