@@ -205,6 +205,18 @@ def test_a_missing_thing_the_world_names_is_recalled_not_missing():
     assert [r["status"] for r in refs] == ["recalled", "missing", "found"]
     recalled(refs, "")
     assert refs[1]["status"] == "missing"
+    # a file named after "in" is made when missing; one the world knows is read, not made
+    import tempfile
+    from services.safety import referents, record
+    goal = "Write the number of lines you counted in data/log.txt earlier to count.txt"
+    refs = [r.as_dict() for r in referents.resolve(goal, tempfile.mkdtemp())]
+    assert [(r["text"], r["role"]) for r in refs] == [("data/log.txt", "create"),
+                                                      ("count.txt", "create")]
+    recalled(refs, "- answer to 'How many lines does data/log.txt have?': 17", goal)
+    assert [(r["role"], r["status"]) for r in refs] == [("read", "recalled"),
+                                                        ("create", "missing")]
+    missing = record.undelivered(referents.coerce(refs), tempfile.mkdtemp(), goal)
+    assert missing == ["the file count.txt the goal asks for does not exist"], missing
 
 
 class _BrokenLLM:

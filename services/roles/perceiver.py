@@ -368,7 +368,7 @@ class Perceiver:
             state["referents"] = [r.as_dict() for r in referents.resolve(req.text, ws)]
         if "world" not in state:         # asked once, before any model call
             state["world"], state["world_note"] = self._projection(req)
-            recalled(state["referents"], state["world"])
+            recalled(state["referents"], state["world"], req.text)
         task = req.task_id
         max_rounds = self.settings.clarification_rounds
         may_ask = req.options.interactive and state["round"] < max_rounds
@@ -474,18 +474,24 @@ class Perceiver:
             options=req.options)
 
 
-def recalled(refs: list[dict], world_text: str) -> None:
+def recalled(refs: list[dict], world_text: str, goal: str = "") -> None:
     """A thing the goal reads that the workspace lacks but the world's projection names (a file
     an earlier session read, since removed) is `recalled`, not missing: the goal may ask what
     was known of it ("the code you read from secret.txt last time"), so its absence no longer
     makes the goal not_possible in code. The model then works from the projection, and Law 0
-    cannot verify what no input holds."""
+    cannot verify what no input holds. A file named after "in" is read when it exists, else
+    made (referents._role): one the world knows exists for the goal, so it is read ("the lines
+    you counted in data/log.txt earlier" was a file to make, and its absence a failure)."""
     if not world_text:
         return
     words = set(re.findall(r"[\w./@-]+", world_text.lower()))
+    either = {r.text.lower() for r in referents.extract(goal) if r.role == "in"}
     for ref in refs:
-        if ref.get("status") == "missing" and str(ref.get("text", "")).lower().strip("/") in words:
+        text = str(ref.get("text", "")).lower().strip("/")
+        if ref.get("status") == "missing" and text in words:
             ref["status"] = "recalled"
+            if text in either:
+                ref["role"] = "read"
 
 
 def state_referents(state: dict) -> list[Referent]:
