@@ -850,6 +850,25 @@ def test_a_check_repeating_the_method_an_earlier_attempt_left_does_not_fail_the_
     assert (settings.workspace / "names.txt").read_text() == "a.txt\nb.txt\n"
 
 
+def test_an_answer_copied_from_a_shown_check_is_done_not_a_value_from_nowhere(settings, ws):
+    # attempt 1 counts ERROR anywhere in the line; the first check does the same (no evidence)
+    # and the query by level contradicts it: a correction shows "2". Attempt 2's command fails
+    # and the executor answers 2: not a value from nowhere (the correction showed it), not
+    # failed by the first check (the method attempt 1 left), and not verified (copied)
+    require_sandbox(settings, "the query runs as a program in the sandbox")
+    (ws / "app.log").write_text("2024-05-01 09:00:00 INFO a\n2024-05-01 09:00:01 [ERROR] b\n"
+                                "2024-05-01 09:00:02 INFO retry after ERROR\n"
+                                "2024-05-01 09:00:03 [ERROR] d\n")
+    goal = "How many entries in app.log have the level ERROR?"
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   "FILE: none\nSQL: SELECT COUNT(*) FROM app WHERE level = 'ERROR'")
+    j = av.judge(result([run(settings, "grep -c ERROR app.log")], "3"))
+    assert j.kind == "retry" and "printed: 2" in j.correction.what_was_wrong, j
+    j = av.judge(result([run(settings, "cat app.lg")], "2", attempt=2))
+    assert j.kind == "matched" and not j.outcome.verified, j
+    assert any("repeats what a correction showed" in u for u in j.outcome.unverified), j.outcome
+
+
 def test_a_value_the_world_recorded_is_a_reference_the_work_can_contradict_never_evidence(
         settings, ws):
     # the port was found in an earlier session (a fact of the world's projection in the

@@ -70,7 +70,8 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
             doubt = f"{doubt}; {again}" if again else ""
     if doubt and against is not None and report.void:
         # the agreement was no evidence and the one independent check contradicts the
-        # result: contradicted is not done
+        # result: contradicted is not done (and the correction shows the executor its output)
+        self.shown.append(against)
         shown = head_tail(against.output.strip(), 300)
         report.kind = "failed"
         report.disagreement = True

@@ -96,6 +96,7 @@ class Verifier:
         self.names: set[str] = set()
         self.before_dir: Optional[str] = None
         self.derived: Optional[DerivedCheck] = None
+        self.shown: list[DerivedCheck] = []     # other checks a correction showed the executor
         self.changed: list[str] = []            # files the subtask created, changed or deleted
         self.changes: Optional[ev.Changes] = None
         self.started = False
@@ -297,7 +298,7 @@ class Verifier:
         return check
 
     def _left_method(self, report: Law0Report, records: list[ToolCallRecord],
-                     current: Optional[list[ToolCallRecord]]) -> Law0Report:
+                     current: Optional[list[ToolCallRecord]], revealed: bool) -> Law0Report:
         """A check that disagrees with this attempt while repeating the method of an earlier
         attempt, which this one left (often because a second check contradicted it), is that
         earlier attempt's method, no independent check: its disagreement is no evidence either
@@ -306,16 +307,25 @@ class Verifier:
         if report.kind != "failed" or not report.disagreement or self.derived is None or \
                 current is None:
             return report
-        earlier = [r.target for r in records if r.tool == "shell" and r not in current]
+        ran = [r for r in records if r.tool == "shell" and not r.error]   # a failed call is
+        earlier = [r.target for r in ran if r not in current]              # no method of it
         was = independence.own_method(self.derived.command, earlier, self.names)
         if not was or independence.own_method(self.derived.command,
-                                              [r.target for r in current if r.tool == "shell"],
+                                              [r.target for r in ran if r in current],
                                               self.names):
             return report
         why = (f"the check repeats the method of an earlier attempt (`{head_tail(was, 120)}`), "
                f"which this attempt left: its disagreement is no evidence either way")
         left = Law0Report("unverified", why, report.checks, unverified=[why], doubts=[why],
                           answer=report.answer)
+        own = _outputs([r for r in ran if r in current])
+        if revealed and (not self.derived.output_file and not own or ev.unsupported_values(
+                report.answer, own, self.goal)):
+            # the answer was copied from what a correction showed: done, and no check of the
+            # shown kind can confirm its own output
+            left.unverified.append("the answer repeats what a correction showed the executor; "
+                                   "this attempt's own commands do not print it")
+            return left
         left.void = True
         return left
 
@@ -385,7 +395,7 @@ class Verifier:
             report.unverified.append(f"it agrees with what the world model recorded in an "
                                      f"earlier session ({self.derived.recalled}); no input of "
                                      f"this session holds that value")
-        report = self._left_method(report, records, current)
+        report = self._left_method(report, records, current, revealed)
         # agreement discounted only because the check used the executor's own method: a second
         # check in the other form that is independent of the executor may still confirm it
         echo_only = report.kind == "unverified" and bool(report.doubts) and \
@@ -431,8 +441,11 @@ class Verifier:
         commands (other than the check's) printing the answer make it verified."""
         answer = answer_text(result.output)
         outputs = _outputs(records)
-        if revealed and self.derived is not None and self.derived.available:
-            outputs.append((self.derived.command, self.derived.output))
+        if revealed:
+            # what a correction showed is in the executor's view: a value copied from it is
+            # no value from nowhere (agreeing with it is still no evidence: `revealed`)
+            outputs += [(c.command, c.output) for c in [self.derived, *self.shown]
+                        if c is not None and c.available]
         after = ev.snapshot(self.workspace)
         self.names = set(self.before) | set(after)     # file names, for same-method checks
         changes = self.changes = ev.diff(self.before, after)
