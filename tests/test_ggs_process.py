@@ -245,7 +245,8 @@ def test_two_worsening_rounds_abandon_below_theta(harness):
     assert final.directive == "abandon" and final.loss.Omega < 0.8 and final.grad_l >= 0.1
     assert "kill switch" in final.summary and final.output is None
     assert final.prev_directive == "change_approach" and final.replans == 2
-    assert len(h.of("PlanDirective", task)) == 2
+    # two directives issued (delivery is at least once: a slow ack brings a re-sent copy)
+    assert sorted({d.replan_round for d in h.of("PlanDirective", task)}) == [1, 2]
     term = h.of("MemoryWrite", task)[-1].megrams[0]
     assert (term.state, term.f, term.sigma) == ("abandon", 0.95, -1.0)
 

@@ -40,7 +40,7 @@ from typing import Optional
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
-from services.roles import independence, sqlcheck
+from services.roles import filecheck, independence, sqlcheck
 from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missing_key,
                                        named_in, not_found, parse_derivation, restates,
                                        strip_redirect)
@@ -50,6 +50,7 @@ from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, referents
 from .confirm import _norm_cmd, _outputs, _read, _state, confirm
+from .filecheck import raw, void
 from .law0report import Law0Report, answer_text, claims_absence, record_flaw
 from services.safety.law1 import READ_ONLY, classify
 from services.safety.tools import Toolbox, ToolOutput, head_tail
@@ -424,7 +425,7 @@ class Verifier:
                 self._confirm(report, records, file, independent_of=echo_only)
         changes = self.changes
         if changes is not None and (changes.touched or changes.deleted) and \
-                report.kind != "failed" and _raw(report.answer, records):
+                report.kind != "failed" and raw(report.answer, records):
             # a tool's own words ("[approved by --yes …] (no output)") are no answer to a goal
             # that changed files: say what changed
             report.answer = f"done: {changes.describe()}"
@@ -495,7 +496,7 @@ class Verifier:
         derived = self.derive()
         file = derived.output_file if derived.available or derived.output_file else ""
         if derived.available and derived.effects is not None and not claims_none:
-            return self._check_effects(derived, after, changes, checks, answer, revealed,
+            return filecheck.check_effects(self, derived, after, changes, checks, answer, revealed,
                                        records)
         unexpected = [p for p in changes.modified + changes.deleted if p != file]
         if unexpected:
@@ -508,7 +509,7 @@ class Verifier:
                               unverified=[f"{file} is a folder: an empty folder's name is all "
                                           f"a check can compare"], answer=answer)
         if file:
-            return self._check_file(file, derived, changes, checks, unexpected, answer,
+            return filecheck.check_file(self, file, derived, changes, checks, unexpected, answer,
                                     revealed, records)
         if not claims_none and not (changes.touched or changes.deleted or made) and \
                 ev.asks_to_change(self.subtask.intent or self.goal):
@@ -582,7 +583,7 @@ class Verifier:
             own = _outputs([r for r in (current or []) if _norm_cmd(r.target) !=
                             _norm_cmd(derived.command)])
             if not own or ev.unsupported_values(answer, own, self.goal):
-                _void(report, "the answer agrees with the independent check only after the "
+                void(report, "the answer agrees with the independent check only after the "
                               "executor was shown its output")
         if unexpected:
             report.kind = "unverified"
@@ -625,130 +626,6 @@ class Verifier:
         words = set(ev.tokens(command)) | {w.lower() for w in re.findall(r"[\w.]+", command)}
         return any(t in words for t in absent)
 
-    def _check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
-                    checks: list[str], unexpected: list[str], answer: str,
-                    revealed: bool, records: list[ToolCallRecord]) -> Law0Report:
-        path = os.path.realpath(os.path.join(self.workspace, file))
-        if not os.path.isfile(path):
-            printed = next((r.output.strip() for r in reversed(records)
-                            if not r.error and not ev.is_absence(r.output)), "")
-            # the small model often prints the result it was asked to write (then `touch`es
-            # the file when told it is missing): name the write it left out
-            return Law0Report(
-                "failed", f"{file} does not exist in the workspace ({changes.describe()})",
-                checks, what_was_wrong=f"the file {file} does not exist in the workspace" + (
-                    f"; your last command printed {head_tail(printed, 120)!r} but wrote no file"
-                    if printed else ""),
-                what_to_do=f"write the result into {file} with a tool call (in a PYTHON: program, "
-                           f"open('{file}', 'w').write(...) instead of print), then show it with "
-                           f"cat", answer=answer)
-        try:
-            with open(path, "rb") as fh:
-                content = fh.read(1 << 20).decode("utf-8", "replace")
-        except OSError as exc:
-            return Law0Report("unverified", f"{file} could not be read: {exc}", checks,
-                              unverified=[f"{file} could not be read: {exc}"], answer=answer)
-        checks.append(f"{file}: {len(content.splitlines())} line(s), "
-                      f"{'changed' if file in changes.touched else 'not changed'} by this subtask")
-        if not derived.available:
-            return Law0Report("unverified", f"{file} exists; {derived.why_unavailable}", checks,
-                              unverified=[f"the content of {file}: {derived.why_unavailable}"],
-                              answer=answer)
-        if content.strip() and not derived.output.strip():
-            derived = self._stand_in(derived, checks)
-        expected = derived.output
-        checks.append(f"independent check `{derived.label}` derived "
-                      f"{len(expected.splitlines())} line(s)")
-        if not content.strip() and not expected.strip():
-            # Nothing agreeing with nothing: the command that wrote the file most likely
-            # computed nothing. One more attempt (then "unverified", as for a disagreement).
-            return Law0Report(
-                "failed", f"{file} is empty and the independent check derived nothing",
-                checks, disagreement=True,
-                what_was_wrong=f"{file} is empty: the command that wrote it produced nothing",
-                what_to_do=f"first run a command that prints what {file} must hold and read "
-                           f"its output; then write exactly that into {file}", answer=answer)
-        if content.strip() and not expected.strip():
-            # a check that derived nothing has not contradicted a file that holds something (the
-            # 1.5B checker's awk often prints nothing); a retry on it wrecked right files
-            return Law0Report(
-                "unverified", f"{file} holds {len(content.splitlines())} line(s); the independent "
-                f"check (`{derived.label}`) derived nothing", checks,
-                unverified=[f"the content of {file}: the independent check derived nothing to "
-                            f"compare it with"], answer=answer)
-        if not ev.same_content(content, expected, numbers=derived.sql):
-            return Law0Report(
-                "failed", f"{file} does not hold what an independent check derived from the "
-                f"inputs (`{derived.label}`)", checks, disagreement=True,
-                what_was_wrong=f"{file} contains:\n{head_tail(content, 300)}\nbut an independent "
-                               f"check (`{derived.label}`) expects:\n{head_tail(expected, 300)}",
-                what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
-                answer=answer)
-        spaces = not ev.same_content(content, expected, exact=True)
-        kind = "unverified" if unexpected or revealed or spaces else "verified"
-        if _raw(answer, records) or not ev.answer_values(answer) or \
-                ev.unsupported_values(answer, _outputs(records), self.goal):
-            # the answer to a file goal is the file; a value from nowhere is not repeated
-            answer = f"{file} written ({len(content.splitlines())} line(s))"
-        report = Law0Report(kind, f"{file} holds exactly what an independent check derived from "
-                            f"the inputs (`{derived.label}`)", checks, answer=answer)
-        if unexpected:
-            report.unverified.append(f"files changed that the goal did not ask for: "
-                                     f"{', '.join(unexpected[:10])}")
-        if revealed:
-            _void(report, f"{file} matches the independent check only after the executor was "
-                          f"shown its output")
-        if spaces:
-            # which of the two is right about spaces at line ends, code cannot tell
-            report.unverified.append(f"{file} matches the independent check only when spaces "
-                                     f"at the ends of lines are ignored")
-        self._mark_echo(report, derived, records, file)
-        return report
-
-    def _stand_in(self, derived: DerivedCheck, checks: list[str]) -> DerivedCheck:
-        """A file check that derived nothing has checked nothing (the 1.5B checker's awk often
-        prints nothing): one in the other form stands in for it, as for a check that crashed,
-        if it derives something; the k-of-N step then counts it as the first check."""
-        other = self.derive_other(derived)
-        if not (other.available and other.output.strip()):
-            return derived
-        checks.append(f"independent check `{derived.label}` derived nothing; "
-                      f"`{other.label}` stands in for it")
-        self.derived = other
-        return other
-
-    def _check_effects(self, derived: DerivedCheck, after: dict[str, ev.FileState],
-                       changes: ev.Changes, checks: list[str], answer: str, revealed: bool,
-                       records: list[ToolCallRecord]) -> Law0Report:
-        """The workspace against the scratch copy the check's own command changed: the same
-        files with the same contents, nothing more and nothing less."""
-        real, want = _state(after), _state(derived.effects or {})
-        missing = sorted(set(want) - set(real))
-        extra = sorted(set(real) - set(want))
-        differ = sorted(p for p in set(real) & set(want) if real[p] != want[p])
-        checks.append(f"independent check `{derived.label}` on a copy of the workspace: "
-                      f"{ev.diff(self.before, derived.effects or {}).describe()}")
-        if missing or extra or differ:
-            wrong = "; ".join(f"{label}: {', '.join(paths[:8])}" for label, paths in (
-                ("missing", missing), ("there but should not be", extra),
-                ("with other content", differ)) if paths)
-            return Law0Report(
-                "failed", f"the workspace differs from what an independent check of the goal "
-                f"made of a copy of it ({wrong})", checks, disagreement=True,
-                what_was_wrong=f"after your commands the workspace has {changes.describe()}; "
-                               f"compared with an independent check (`{derived.label}` on a "
-                               f"copy), these files are {wrong}",
-                what_to_do="make exactly the change the goal asks for, and nothing else; then "
-                           "list the files (ls -R)", answer=answer)
-        report = Law0Report("verified", f"the workspace is exactly what an independent check "
-                            f"of the goal made of a copy of it (`{derived.label}`)", checks,
-                            answer=answer)
-        if revealed:
-            _void(report, "the workspace matches the independent check only after the executor "
-                          "was shown what it expects")
-        self._mark_echo(report, derived, records, "the workspace")
-        return report
-
     def _mark_echo(self, report: Law0Report, derived: DerivedCheck,
                    records: list[ToolCallRecord], what: str) -> None:
         """Agreement that is not independent evidence (`independence.doubts`) leaves the
@@ -763,21 +640,6 @@ class Verifier:
             report.doubts.extend(doubts)
             report.void = report.void or \
                 independence.own_method(derived.command, shell, self.names) is not None
-
-
-def _void(report: Law0Report, why: str) -> None:
-    """An agreement that is no evidence: unverified, and only an independent check can decide
-    (`Verifier._confirm`)."""
-    report.kind = "unverified"
-    report.unverified.append(why)
-    report.doubts.append(why)
-    report.void = True
-
-
-def _raw(answer: str, records: list[ToolCallRecord]) -> bool:
-    """An answer that is nothing but a tool's output (or nothing at all)."""
-    text = (answer or "").strip()
-    return ev.is_absence(text) or any(text == (r.output or "").strip() for r in records)
 
 
 COPY_PREFIX = "artoo-before-"

@@ -1,0 +1,158 @@
+"""Law 0 on what the workspace must hold: a file goal's file against the check's derivation
+(`check_file`, with a stand-in check when the first derived nothing) and a change goal's
+workspace against the copy the check changed (`check_effects`). Functions of the Verifier
+(`self`), kept apart to keep verifier.py readable."""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from protocol.messages import ToolCallRecord
+
+from services.safety import evidence as ev
+from services.safety.tools import head_tail
+from .confirm import _outputs, _state
+from .law0report import Law0Report
+
+if TYPE_CHECKING:
+    from .verifier import DerivedCheck
+
+
+def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
+                checks: list[str], unexpected: list[str], answer: str,
+                revealed: bool, records: list[ToolCallRecord]) -> Law0Report:
+    path = os.path.realpath(os.path.join(self.workspace, file))
+    if not os.path.isfile(path):
+        printed = next((r.output.strip() for r in reversed(records)
+                        if not r.error and not ev.is_absence(r.output)), "")
+        # the small model often prints the result it was asked to write (then `touch`es
+        # the file when told it is missing): name the write it left out
+        return Law0Report(
+            "failed", f"{file} does not exist in the workspace ({changes.describe()})",
+            checks, what_was_wrong=f"the file {file} does not exist in the workspace" + (
+                f"; your last command printed {head_tail(printed, 120)!r} but wrote no file"
+                if printed else ""),
+            what_to_do=f"write the result into {file} with a tool call (in a PYTHON: program, "
+                       f"open('{file}', 'w').write(...) instead of print), then show it with "
+                       f"cat", answer=answer)
+    try:
+        with open(path, "rb") as fh:
+            content = fh.read(1 << 20).decode("utf-8", "replace")
+    except OSError as exc:
+        return Law0Report("unverified", f"{file} could not be read: {exc}", checks,
+                          unverified=[f"{file} could not be read: {exc}"], answer=answer)
+    checks.append(f"{file}: {len(content.splitlines())} line(s), "
+                  f"{'changed' if file in changes.touched else 'not changed'} by this subtask")
+    if not derived.available:
+        return Law0Report("unverified", f"{file} exists; {derived.why_unavailable}", checks,
+                          unverified=[f"the content of {file}: {derived.why_unavailable}"],
+                          answer=answer)
+    if content.strip() and not derived.output.strip():
+        derived = stand_in(self, derived, checks)
+    expected = derived.output
+    checks.append(f"independent check `{derived.label}` derived "
+                  f"{len(expected.splitlines())} line(s)")
+    if not content.strip() and not expected.strip():
+        # Nothing agreeing with nothing: the command that wrote the file most likely
+        # computed nothing. One more attempt (then "unverified", as for a disagreement).
+        return Law0Report(
+            "failed", f"{file} is empty and the independent check derived nothing",
+            checks, disagreement=True,
+            what_was_wrong=f"{file} is empty: the command that wrote it produced nothing",
+            what_to_do=f"first run a command that prints what {file} must hold and read "
+                       f"its output; then write exactly that into {file}", answer=answer)
+    if content.strip() and not expected.strip():
+        # a check that derived nothing has not contradicted a file that holds something (the
+        # 1.5B checker's awk often prints nothing); a retry on it wrecked right files
+        return Law0Report(
+            "unverified", f"{file} holds {len(content.splitlines())} line(s); the independent "
+            f"check (`{derived.label}`) derived nothing", checks,
+            unverified=[f"the content of {file}: the independent check derived nothing to "
+                        f"compare it with"], answer=answer)
+    if not ev.same_content(content, expected, numbers=derived.sql):
+        return Law0Report(
+            "failed", f"{file} does not hold what an independent check derived from the "
+            f"inputs (`{derived.label}`)", checks, disagreement=True,
+            what_was_wrong=f"{file} contains:\n{head_tail(content, 300)}\nbut an independent "
+                           f"check (`{derived.label}`) expects:\n{head_tail(expected, 300)}",
+            what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
+            answer=answer)
+    spaces = not ev.same_content(content, expected, exact=True)
+    kind = "unverified" if unexpected or revealed or spaces else "verified"
+    if raw(answer, records) or not ev.answer_values(answer) or \
+            ev.unsupported_values(answer, _outputs(records), self.goal):
+        # the answer to a file goal is the file; a value from nowhere is not repeated
+        answer = f"{file} written ({len(content.splitlines())} line(s))"
+    report = Law0Report(kind, f"{file} holds exactly what an independent check derived from "
+                        f"the inputs (`{derived.label}`)", checks, answer=answer)
+    if unexpected:
+        report.unverified.append(f"files changed that the goal did not ask for: "
+                                 f"{', '.join(unexpected[:10])}")
+    if revealed:
+        void(report, f"{file} matches the independent check only after the executor was "
+                      f"shown its output")
+    if spaces:
+        # which of the two is right about spaces at line ends, code cannot tell
+        report.unverified.append(f"{file} matches the independent check only when spaces "
+                                 f"at the ends of lines are ignored")
+    self._mark_echo(report, derived, records, file)
+    return report
+
+def stand_in(self, derived: DerivedCheck, checks: list[str]) -> DerivedCheck:
+    """A file check that derived nothing has checked nothing (the 1.5B checker's awk often
+    prints nothing): one in the other form stands in for it, as for a check that crashed,
+    if it derives something; the k-of-N step then counts it as the first check."""
+    other = self.derive_other(derived)
+    if not (other.available and other.output.strip()):
+        return derived
+    checks.append(f"independent check `{derived.label}` derived nothing; "
+                  f"`{other.label}` stands in for it")
+    self.derived = other
+    return other
+
+def check_effects(self, derived: DerivedCheck, after: dict[str, ev.FileState],
+                   changes: ev.Changes, checks: list[str], answer: str, revealed: bool,
+                   records: list[ToolCallRecord]) -> Law0Report:
+    """The workspace against the scratch copy the check's own command changed: the same
+    files with the same contents, nothing more and nothing less."""
+    real, want = _state(after), _state(derived.effects or {})
+    missing = sorted(set(want) - set(real))
+    extra = sorted(set(real) - set(want))
+    differ = sorted(p for p in set(real) & set(want) if real[p] != want[p])
+    checks.append(f"independent check `{derived.label}` on a copy of the workspace: "
+                  f"{ev.diff(self.before, derived.effects or {}).describe()}")
+    if missing or extra or differ:
+        wrong = "; ".join(f"{label}: {', '.join(paths[:8])}" for label, paths in (
+            ("missing", missing), ("there but should not be", extra),
+            ("with other content", differ)) if paths)
+        return Law0Report(
+            "failed", f"the workspace differs from what an independent check of the goal "
+            f"made of a copy of it ({wrong})", checks, disagreement=True,
+            what_was_wrong=f"after your commands the workspace has {changes.describe()}; "
+                           f"compared with an independent check (`{derived.label}` on a "
+                           f"copy), these files are {wrong}",
+            what_to_do="make exactly the change the goal asks for, and nothing else; then "
+                       "list the files (ls -R)", answer=answer)
+    report = Law0Report("verified", f"the workspace is exactly what an independent check "
+                        f"of the goal made of a copy of it (`{derived.label}`)", checks,
+                        answer=answer)
+    if revealed:
+        void(report, "the workspace matches the independent check only after the executor "
+                      "was shown what it expects")
+    self._mark_echo(report, derived, records, "the workspace")
+    return report
+
+
+def void(report: Law0Report, why: str) -> None:
+    """An agreement that is no evidence: unverified, and only an independent check can decide
+    (`Verifier._confirm`)."""
+    report.kind = "unverified"
+    report.unverified.append(why)
+    report.doubts.append(why)
+    report.void = True
+
+
+def raw(answer: str, records: list[ToolCallRecord]) -> bool:
+    """An answer that is nothing but a tool's output (or nothing at all)."""
+    text = (answer or "").strip()
+    return ev.is_absence(text) or any(text == (r.output or "").strip() for r in records)
