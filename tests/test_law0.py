@@ -821,12 +821,12 @@ def test_an_empty_folder_the_goal_asks_for_is_made_not_missing(settings, ws):
     assert j.kind == "retry", j                               # the wrong folder is no folder
 
 
-def test_a_check_repeating_the_method_an_earlier_attempt_left_does_not_fail_the_next(
+def test_a_check_deriving_a_refuted_earlier_result_does_not_fail_the_next_attempt(
         settings, ws):
     # attempt 1 lists full paths with find; the first check is the same find (no evidence), a
-    # program in the other form derives bare names and contradicts it: a retry. Attempt 2
-    # writes the bare names another way; the first check still says full paths, but it is the
-    # method attempt 1 left: the program in the other form decides, and agrees
+    # program in the other form derives bare names and contradicts both: a retry. Attempt 2
+    # writes the bare names another way; the first check still derives the refuted full paths:
+    # no evidence, and the program in the other form decides, and agrees
     from services.roles.programs import python_command
     require_sandbox(settings, "the checks in the other form are programs")
     for path in ("docs/a.txt", "docs/sub/b.txt"):
@@ -848,6 +848,27 @@ def test_a_check_repeating_the_method_an_earlier_attempt_left_does_not_fail_the_
     j = av.judge(result([run(settings, second)], "done", attempt=2))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
     assert (settings.workspace / "names.txt").read_text() == "a.txt\nb.txt\n"
+
+
+def test_a_check_that_disagreed_on_its_own_keeps_failing_a_wrong_next_attempt(settings, ws):
+    # the first check (dates by a regex) contradicts attempt 1 (whole timestamps) by itself;
+    # attempt 2 writes nothing useful: the check still decides, whatever it shares with
+    # attempt 1's line filter
+    from services.roles.programs import python_command
+    (ws / "auth.log").write_text("2024-05-01T09:12:03 LOGIN_OK user=ana\n"
+                                 "2024-05-01T22:40:11 LOGIN_FAILED user=ben\n")
+    goal = "Write the day of every failed login in auth.log to days.txt, one per line"
+    check = ("FILE: days.txt\nPYTHON:\nfor line in open('auth.log'):\n"
+             "    if 'LOGIN_FAILED' in line:\n        print(line.split('T')[0])")
+    av = validator(settings, goal, check)
+    first = python_command("out = open('days.txt', 'w')\nfor line in open('auth.log'):\n"
+                           "    if 'LOGIN_FAILED' in line:\n        out.write(line.split()[0] + "
+                           "'\\n')")
+    j = av.judge(result([run(settings, first)], "done"))
+    assert j.kind == "retry" and "2024-05-01\n" in j.correction.what_was_wrong, j
+    (ws / "days.txt").unlink()
+    j = av.judge(result([run(settings, "echo > days.txt")], "done", attempt=2))
+    assert j.kind == "failed" and not j.outcome.verified, j
 
 
 def test_an_answer_copied_from_a_shown_check_is_done_not_a_value_from_nowhere(settings, ws):

@@ -72,6 +72,7 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         # the agreement was no evidence and the one independent check contradicts the
         # result: contradicted is not done (and the correction shows the executor its output)
         self.shown.append(against)
+        self.refuted.append(first.output)
         shown = head_tail(against.output.strip(), 300)
         report.kind = "failed"
         report.disagreement = True

@@ -98,6 +98,7 @@ class Verifier:
         self.before_dir: Optional[str] = None
         self.derived: Optional[DerivedCheck] = None
         self.shown: list[DerivedCheck] = []     # other checks a correction showed the executor
+        self.refuted: list[str] = []            # first-check outputs a second check refuted
         self.changed: list[str] = []            # files the subtask created, changed or deleted
         self.changes: Optional[ev.Changes] = None
         self.started = False
@@ -300,27 +301,24 @@ class Verifier:
 
     def _left_method(self, report: Law0Report, records: list[ToolCallRecord],
                      current: Optional[list[ToolCallRecord]], revealed: bool) -> Law0Report:
-        """A check that disagrees with this attempt while repeating the method of an earlier
-        attempt, which this one left (often because a second check contradicted it), is that
-        earlier attempt's method, no independent check: its disagreement is no evidence either
-        way, and the result is judged like an agreement that was no evidence — a derivation in
-        the other form decides (`confirm`), a correction only if it contradicts the result."""
-        if report.kind != "failed" or not report.disagreement or self.derived is None or \
-                current is None:
+        """A first check that disagrees with this attempt while it derives exactly the result
+        of an earlier attempt that an independent check in the other form refuted (the check
+        agreed with that result, the other form contradicted both) is no evidence: it repeats
+        a refuted result. The result is judged like an agreement that was no evidence — a
+        derivation in the other form decides (`confirm`), a correction only if it contradicts
+        the result. A first check that derived something else keeps its disagreement."""
+        derived = self.derived
+        if report.kind != "failed" or not report.disagreement or derived is None or \
+                current is None or not derived.output.strip() or not any(
+                    ev.same_content(derived.output, r) for r in self.refuted):
             return report
-        ran = [r for r in records if r.tool == "shell" and not r.error]   # a failed call is
-        earlier = [r.target for r in ran if r not in current]              # no method of it
-        was = independence.own_method(self.derived.command, earlier, self.names)
-        if not was or independence.own_method(self.derived.command,
-                                              [r.target for r in ran if r in current],
-                                              self.names):
-            return report
-        why = (f"the check repeats the method of an earlier attempt (`{head_tail(was, 120)}`), "
-               f"which this attempt left: its disagreement is no evidence either way")
+        why = (f"the check (`{head_tail(derived.label, 120)}`) derives the result of an earlier "
+               f"attempt, which an independent check in the other form refuted: its "
+               f"disagreement is no evidence either way")
         left = Law0Report("unverified", why, report.checks, unverified=[why], doubts=[why],
                           answer=report.answer)
-        own = _outputs([r for r in ran if r in current])
-        if revealed and (not self.derived.output_file and not own or ev.unsupported_values(
+        own = _outputs([r for r in current if r.tool == "shell" and not r.error])
+        if revealed and (not derived.output_file and not own or ev.unsupported_values(
                 report.answer, own, self.goal)):
             # the answer was copied from what a correction showed: done, and no check of the
             # shown kind can confirm its own output
