@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -95,6 +96,14 @@ def down(env: dict) -> None:
     artoo(env, "down", timeout=120)
 
 
+STOP = threading.Event()       # set by SIGTERM: each mode stops after its current goal
+
+
+def _go_on() -> None:
+    if STOP.is_set():
+        raise SystemExit(143)
+
+
 def run_mode(mode: str, pairs: list[dict], timeout: float, root: Path) -> list[dict]:
     home = root / f"home-{mode}"
     home.mkdir(parents=True)
@@ -119,6 +128,7 @@ def run_mode(mode: str, pairs: list[dict], timeout: float, root: Path) -> list[d
     up(env)
     try:
         for pair, row in zip(pairs, rows):
+            _go_on()
             row["first"] = run_goal(env, row["ws"], pair["first"], timeout)
             log(f"  {pair['id']:<22} first  {row['first'].get('status')} "
                 f"({row['first']['seconds']} s)")
@@ -128,9 +138,11 @@ def run_mode(mode: str, pairs: list[dict], timeout: float, root: Path) -> list[d
         if pair.get("between"):
             pair["between"](row["ws"])
     log(f"[{mode}] session 2 (after artoo down / up): second goals")
+    _go_on()
     up(env)
     try:
         for pair, row in zip(pairs, rows):
+            _go_on()
             row["second"] = run_goal(env, row["ws"], pair["second"], timeout)
             ok, why = pair["check"](row["ws"], row["second"])
             row.update(passed=bool(ok), why=why)
@@ -153,7 +165,11 @@ def summary(mode: str, rows: list[dict]) -> str:
 
 def main() -> int:
     # a SIGTERM (a killed run) unwinds like Ctrl-C, so the `finally` stops the daemon it started
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # (in --parallel mode the modes' threads stop after their current goal and stop their daemons)
+    def stop(*_):
+        STOP.set()
+        sys.exit(143)
+    signal.signal(signal.SIGTERM, stop)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--modes", default="on,off")
     ap.add_argument("--limit", type=int, default=None)
