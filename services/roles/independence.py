@@ -92,34 +92,33 @@ def handling(program: str) -> tuple[dict, set]:
     a program that adds into a dict per key groups by every field it reads). A pitfall the
     check takes care of cannot make it agree with a wrong result, so agreement there counts."""
     query = sqlcheck.query_of(program)
-    folds: dict[str, set] = {}
+    folds: dict[str, set] = {}      # field -> the lower-cased names of what wraps it
     if query is not None:
         for wrap, column in _SQL_WRAP.findall(query):
-            folds.setdefault(column, set()).update(
-                f.upper() for f in re.findall(r"[A-Za-z]+", wrap))
-        norms = {k: datafiles.normalised(bool(f & {"LOWER", "UPPER"}), "TRIM" in f)
-                 for k, f in folds.items()}
+            folds.setdefault(column, set()).update(re.findall(r"[a-z]+", wrap.lower()))
         grouped = set()
         for clause in re.findall(r"(?is)\bGROUP\s+BY\s+(.+?)(?:\bHAVING\b|\bORDER\b|\bLIMIT\b|\)|$)",
                                  query):
             grouped |= {w.strip('"') for w in re.findall(r'"[^"]+"|[A-Za-z_]\w*', clause)}
-        return norms, grouped
-    try:
-        tree = ast.parse(program)
-    except (SyntaxError, ValueError):
-        return {}, set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in _FOLDS | {"strip"}:
-            key = _field_under(node.value)
-            if key:
-                folds.setdefault(key, set()).add(node.attr)
-    norms = {k: datafiles.normalised(bool(f & _FOLDS), "strip" in f) for k, f in folds.items()}
-    sums = any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript) or
-               isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Subscript) and
-               isinstance(n.value, ast.BinOp) for n in ast.walk(tree)) or re.search(r"\b(?:Counter|defaultdict|groupby)\(",
-                                                     program)
-    keys = (datafiles.python_reads(program) or (frozenset(), frozenset()))[0]
-    return norms, set(keys) if sums else set()
+    else:
+        try:
+            tree = ast.parse(program)
+        except (SyntaxError, ValueError):
+            return {}, set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in _FOLDS | {"strip"}:
+                key = _field_under(node.value)
+                if key:
+                    folds.setdefault(key, set()).add(node.attr)
+        sums = any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript) or
+                   isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Subscript) and
+                   isinstance(n.value, ast.BinOp) for n in ast.walk(tree)) or \
+            re.search(r"\b(?:Counter|defaultdict|groupby)\(", program)
+        keys = (datafiles.python_reads(program) or (frozenset(), frozenset()))[0]
+        grouped = set(keys) if sums else set()
+    norms = {k: datafiles.normalised(bool(f & _FOLDS), bool(f & {"strip", "trim"}))
+             for k, f in folds.items()}
+    return norms, grouped
 
 
 def _field_under(node) -> str:

@@ -348,11 +348,9 @@ def context_text(context: str, budget: int, cut) -> str:
 def projected_facts(context: str) -> list[str]:
     """The fact lines of the world's projection inside a subtask's context ("- [when] text"),
     as the world process wrote them (world_server/model.py)."""
-    if PROJECTION_HEADER not in (context or ""):
-        return []
-    block = context.split(PROJECTION_HEADER, 1)[1].splitlines()
+    block = split_projection(context)[1].splitlines()[1:]
     facts = []
-    for line in block[1:] if block and not block[0].strip() else block:
+    for line in block:
         if not line.startswith("- ["):
             break
         facts.append(line[2:])
