@@ -762,6 +762,37 @@ def test_a_query_reads_quoted_fields_and_compares_numbers_by_value(settings, ws)
            "BY region ORDER BY region` printed: north,900\nsouth,50.5" in j.outcome.checks
 
 
+def test_a_file_a_first_query_confirms_differs_from_it_only_in_how_numbers_are_written(
+        settings, ws):
+    # the first program printed nothing, so a query stands in for it as the first check: it
+    # prints 250 where the file says 250.0, and a quoted comma as the csv module writes it —
+    # the same content, not a doubt about spaces at line ends
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    from services.roles.programs import python_command
+    (settings.workspace / "sales.csv").write_text(
+        'id,customer,amount\n1,"Acme, Inc.",120.50\n2,Globex,129.50\n')
+    silent = "FILE: {}\nPYTHON:\nimport csv"
+    goal = "Add up the amount column of sales.csv and put the number in total.txt"
+    program = ("import csv\nt = sum(float(r['amount']) for r in csv.DictReader(open("
+               "'sales.csv')))\nopen('total.txt', 'w').write(str(t))")
+    av = validator(settings, goal, silent.format("total.txt"),
+                   "FILE: total.txt\nSQL: SELECT SUM(amount) FROM sales",
+                   "FILE: total.txt\nPYTHON:\nimport csv\n"
+                   "print(sum(float(r['amount']) for r in csv.DictReader(open('sales.csv'))))")
+    j = av.judge(result([run(settings, python_command(program))], "done"))
+    assert (settings.workspace / "total.txt").read_text() == "250.0"
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    copy = "Copy the rows of sales.csv without its header into rows.csv"
+    writer = ("import csv\nr = list(csv.reader(open('sales.csv')))[1:]\n"
+              "csv.writer(open('rows.csv', 'w', newline='')).writerows(r)")
+    av = validator(settings, copy, silent.format("rows.csv"),
+                   "FILE: rows.csv\nSQL: SELECT * FROM sales",
+                   "FILE: rows.csv\nPYTHON:\nimport csv, sys\nw = csv.writer(sys.stdout)\n"
+                   "w.writerows(list(csv.reader(open('sales.csv')))[1:])")
+    j = av.judge(result([run(settings, python_command(writer))], "done"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+
+
 def test_a_query_that_reads_the_programs_way_on_misleading_data_is_not_independent(settings, ws):
     # executor and first check compare status with 'shipped' where the data also spells it
     # 'Shipped': their agreement needs an independent check, and a query looking for the same

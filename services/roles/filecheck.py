@@ -77,7 +77,7 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                            f"check (`{derived.label}`) expects:\n{head_tail(expected, 300)}",
             what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
             answer=answer)
-    spaces = not ev.same_content(content, expected, exact=True)
+    spaces = not ev.same_content(content, expected, exact=True, numbers=derived.sql)
     kind = "unverified" if unexpected or revealed or spaces else "verified"
     if raw(answer, records) or not ev.answer_values(answer) or \
             ev.unsupported_values(answer, _outputs(records), self.goal):

@@ -11,8 +11,8 @@ language over a different reading of the file, so its agreement is evidence the 
 gave, and its mistakes are not the program's.
 
 The query runs as a `python3 -c` program (the loader below plus the query) in the sandbox on a
-scratch copy, like any checking program; its rows are printed one per line, the values of a row
-joined by commas. `reads` gives Law 0's independence rules what the query asks of the data (its
+scratch copy, like any checking program; its rows are printed one per line, a row of several
+values as a CSV record. `reads` gives Law 0's independence rules what the query asks of the data (its
 columns and looked-for strings), as `datafiles.python_reads` does for a program.
 """
 from __future__ import annotations
@@ -152,9 +152,15 @@ def run(files, query):
             '"' + c.replace('"', '""') + '" ' + k for c, k in cols) + ")")
         db.executemany(f'INSERT INTO "{name}" VALUES (' + ", ".join("?" * len(cols)) + ")",
                        rows)
+    out = csv.writer(sys.stdout, lineterminator="\n")
     try:
         for row in db.execute(query):
-            print(",".join(_cell(v) for v in row))
+            # a row of several values is a CSV record (a value holding a comma is quoted, as
+            # the csv module writes it); one value is printed as it is
+            if len(row) > 1:
+                out.writerow([_cell(v) for v in row])
+            else:
+                print(_cell(row[0]))
     except sqlite3.Error as exc:
         print(f"the query failed: {exc}", file=sys.stderr)
         sys.exit(2)
