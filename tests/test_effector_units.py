@@ -164,6 +164,17 @@ def test_prompt_budgets_shrink_for_the_local_model(settings, toolbox):
     assert "Today's date:" in timed.prompts[0]
 
 
+def test_the_executor_sees_the_file_the_goal_names_whole(settings, toolbox):
+    from protocol.messages import Referent
+    (settings.workspace / "app.ini").write_text("[web]\nport = 80\n[admin]\nport = 9090\n")
+    st = subtask("x")
+    st.referents = [Referent(kind="file", text="app.ini", role="read", status="found",
+                             where=["app.ini"])]
+    llm = FakeLLM({"action": "result", "output": "ok"}, local=True)
+    Executor(st, llm, toolbox, settings).run_attempt(1)
+    assert "--- app.ini (whole):\n[web]\nport = 80\n[admin]\nport = 9090" in llm.prompts[0]
+
+
 def _result(records=(), status="completed", attempt=1, output="claimed"):
     return ExecutionResult(task_id="run-unit", subtask_id="st-1", attempt=attempt, status=status,
                            output=output, tool_calls=list(records))

@@ -114,6 +114,20 @@ def test_overview_lists_files_and_heads(tmp_path):
     assert ev.overview(str(tmp_path / "nope")) == "(the workspace is empty)"
 
 
+def test_overview_shows_a_small_file_the_goal_names_whole_and_first(tmp_path):
+    ini = "[http]\ntimeout = 30\n\n[database]\nname = shop\ntimeout = 45\n"
+    (tmp_path / "a.csv").write_text("k,v\n" + "x,1\n" * 5)
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "settings.ini").write_text(ini)
+    plain = ev.overview(str(tmp_path))
+    assert "timeout = 45" not in plain and "x,1" in plain
+    named = ev.overview(str(tmp_path), whole=["conf/settings.ini", "gone.txt"])
+    assert "--- conf/settings.ini (whole):\n" + ini.rstrip("\n") in named
+    assert named.index("settings.ini (whole)") < named.index("first lines of a.csv")
+    (tmp_path / "conf" / "settings.ini").write_text(ini * 40)       # too big to show whole
+    assert "(whole)" not in ev.overview(str(tmp_path), whole=["conf/settings.ini"])
+
+
 def test_goal_words_alone_do_not_agree_and_absent_terms(tmp_path):
     assert not ev.agree("= port =", "=\nport\n=", goal="which port does the server use?").agree
     (tmp_path / "users.csv").write_text("name,email\nalicia,a@x.org\n")

@@ -359,7 +359,8 @@ class Executor:
         lines.append(f"Subtask: {st.intent}")
         if self._overview is None:     # taken once: the prompt's prefix stays byte-stable
             self._overview = evidence.overview(self.toolbox.workspace,
-                                               budget=self.output_chars)
+                                               budget=self.output_chars,
+                                               whole=referents.named_files(st.referents))
         lines.append(f"Workspace files (at the start):\n{self._overview}")
         where = referents.located(st.referents)
         if where:

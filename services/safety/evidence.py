@@ -619,9 +619,15 @@ def _no_final_newline(root: str, path: str, size: int) -> str:
     return "" if last == b"\n" else ", no newline at the end"
 
 
-def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: int = 40) -> str:
+WHOLE_CHARS = 1200     # a file the goal names, shown whole in an overview up to this size
+
+
+def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: int = 40,
+             whole: Iterable[str] = ()) -> str:
     """What a step needs to know about the workspace before acting: the files (with sizes) and
-    the first lines of small text files, within `budget` characters."""
+    the first lines of small text files, within `budget` characters. The files in `whole` (the
+    ones the goal names) come first and, up to WHOLE_CHARS, whole: where the value sits in a
+    config file is past its first lines, and a program written blind parses the wrong part."""
     from services.safety.datafiles import spelling_hint   # it reads numbers as this module does
     state = snapshot(root, max_files=max_listed + 1, hash_max_bytes=0)
     if not state:
@@ -632,9 +638,19 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
     if len(paths) > max_listed:
         lines.append(f"... more files not listed")
     text = "\n".join(lines)
-    for p in paths:
+    named = [p for p in dict.fromkeys(whole) if p in state]
+    for p in named + [p for p in paths if p not in named]:
         if len(text) >= budget or state[p].size > 256 << 10:
             continue
+        if p in named and state[p].size <= WHOLE_CHARS:
+            try:
+                with open(os.path.join(root, p), "rb") as fh:
+                    body = fh.read(WHOLE_CHARS)
+            except OSError:
+                body = b"\x00"
+            if b"\x00" not in body and body.strip():
+                text += f"\n--- {p} (whole):\n" + body.decode("utf-8", "replace").rstrip("\n")
+                continue
         try:
             with open(os.path.join(root, p), "rb") as fh:
                 raw = fh.read(256 << 10 if p.endswith(".json") else 2048)

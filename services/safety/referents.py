@@ -562,3 +562,9 @@ def located(refs: Iterable) -> list[str]:
                 os.path.normpath(ref.text) not in ref.where:
             out.append(f"{ref.text} is {', '.join(ref.where[:3])}")
     return out
+
+
+def named_files(refs: Iterable) -> list[str]:
+    """Where the files the goal names are (found by resolution), the workspace-relative paths."""
+    return [w for ref in coerce(refs) if ref.kind == "file" and ref.status == "found"
+            for w in ref.where[:2]]
