@@ -49,6 +49,18 @@ def test_a_file_the_goal_makes_must_exist(settings):
     assert j.kind == "retry" and "unique.txt" in j.correction.what_was_wrong
 
 
+def test_a_file_made_in_another_folder_than_the_goal_names_is_not_done_and_says_where(settings):
+    # the model wrote drafts/groceries.txt for "groceries.txt": the correction says where it
+    # wrote, and that the goal's path starts at the top of the workspace
+    (settings.workspace / "drafts").mkdir()
+    av = validator(settings, "Create a file named groceries.txt containing the line: milk")
+    j = av.judge(result([run(settings, "echo milk > drafts/groceries.txt")], "done"))
+    assert j.kind == "retry", j
+    assert "there is drafts/groceries.txt; the goal names groceries.txt, a path from the top " \
+        "of the workspace" in j.correction.what_was_wrong
+    assert not (settings.workspace / "groceries.txt").exists()
+
+
 def test_not_possible_for_a_file_to_make_from_inputs_that_exist_is_not_done(settings):
     """The goal makes backup/todo.txt from notes/todo.txt, which exists: an executor that
     replies NOT POSSIBLE (after a command that failed) has not done it, whatever the checks

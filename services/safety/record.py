@@ -93,10 +93,34 @@ def undelivered(refs: Iterable[Referent], root: str, goal: str) -> list[str]:
             if not os.path.isdir(path):
                 out.append(f"the folder {ref.text} the goal asks for does not exist")
         elif not os.path.isfile(path):
-            out.append(f"the file {ref.text} the goal asks for does not exist")
+            out.append(f"the file {ref.text} the goal asks for does not exist"
+                       + _elsewhere(root, ref.text))
         elif os.path.getsize(path) == 0 and not allow_empty:
-            out.append(f"the file {ref.text} the goal asks for is empty")
+            out.append(f"the file {ref.text} the goal asks for is empty"
+                       + _elsewhere(root, ref.text))
     return out
+
+
+def _elsewhere(root: str, wanted: str, *, limit: int = 2000) -> str:
+    """Where files of the asked-for name are instead (a model told "groceries.txt" that writes
+    drafts/groceries.txt, told the file is missing, writes there again): the path the goal names
+    is relative to the workspace folder, and saying where it wrote is what turns it round."""
+    if os.path.isabs(wanted) or not root:
+        return ""
+    name, target = os.path.basename(wanted), os.path.normpath(wanted)
+    found = []
+    for n, (dirpath, dirnames, filenames) in enumerate(os.walk(root)):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if n > limit:
+            break
+        if name in filenames:
+            rel = os.path.relpath(os.path.join(dirpath, name), root)
+            if os.path.normpath(rel) != target:
+                found.append(rel)
+    if not found:
+        return ""
+    return (f" (there is {', '.join(sorted(found)[:3])}; the goal names {wanted}, a path from "
+            f"the top of the workspace: write exactly that path)")
 
 
 def inputs_present(refs: Iterable[Referent]) -> bool:
