@@ -242,4 +242,7 @@ def test_a_count_of_records_that_is_the_line_count_with_the_header_is_suspect(tm
     assert datafiles.header_counted(root, "How many tickets are in t.csv?", "4") == "t.csv"
     assert datafiles.header_counted(root, "How many tickets are in t.csv?", "3 tickets") == ""
     assert datafiles.header_counted(root, "How many lines does t.csv have?", "4") == ""
+    # a money amount is a number too (it crashed the code checks, and a wrong answer stayed done)
+    assert datafiles.header_counted(root, "Who paid most in t.csv?", "Oskar, $95.50") == ""
+    assert datafiles.header_counted(root, "What did t.csv cost?", "$4") == "t.csv"
     assert datafiles.header_counted(root, "How many tickets are in t.csv?", "4 of 5") == ""

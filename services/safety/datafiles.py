@@ -15,7 +15,7 @@ import os
 import re
 from typing import Iterable, Optional
 
-from services.safety.evidence import answer_values, is_number
+from services.safety.evidence import answer_values, is_number, number_value
 
 
 # calls whose first string argument is something a program looks for in the data
@@ -240,6 +240,6 @@ def header_counted(root: str, goal: str, answer: str) -> str:
         return ""
     for name in re.findall(r"[\w./-]+\.[ct]sv\b", goal):
         records = _records(os.path.join(root, name))
-        if records and float(numbers[0]) == len(records) + 1:
+        if records and number_value(numbers[0]) == len(records) + 1:
             return name
     return ""

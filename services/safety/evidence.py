@@ -75,6 +75,11 @@ def is_number(token: str) -> bool:
     return _canonical_number(token) is not None
 
 
+def number_value(token: str) -> Optional[float]:
+    """The number a value token states (`$95.50` → 95.5, `12%` → 12.0), None if it is none."""
+    return _canonical_number(token)
+
+
 def _decimals(token: str) -> int:
     core = token.replace("$", "").rstrip("%")
     return len(core.split(".")[1]) if "." in core else 0
