@@ -175,6 +175,24 @@ def test_the_executor_sees_the_file_the_goal_names_whole(settings, toolbox):
     assert "--- app.ini (whole):\n[web]\nport = 80\n[admin]\nport = 9090" in llm.prompts[0]
 
 
+def test_the_executor_is_told_the_paths_the_goal_makes_are_from_the_workspace_folder(
+        settings, toolbox):
+    from services.safety import referents
+    (settings.workspace / "drafts").mkdir()
+    (settings.workspace / "drafts" / "letter.txt").write_text("Dear Sam,\n")
+    goal = "My name is Ada. Create a file hello.txt that says hello"
+    st = subtask(goal)
+    st.referents = [r.as_dict() for r in referents.resolve(goal, str(settings.workspace))]
+    llm = FakeLLM({"action": "result", "output": "ok"}, local=True)
+    Executor(st, llm, toolbox, settings).run_attempt(1)
+    assert "To make (each exactly this path, from the workspace folder): hello.txt" in \
+        llm.prompts[0]
+    plain = FakeLLM({"action": "result", "output": "ok"}, local=True)
+    Executor(subtask("How many lines does drafts/letter.txt have?"), plain, toolbox,
+             settings).run_attempt(1)
+    assert "To make" not in plain.prompts[0]
+
+
 def _result(records=(), status="completed", attempt=1, output="claimed"):
     return ExecutionResult(task_id="run-unit", subtask_id="st-1", attempt=attempt, status=status,
                            output=output, tool_calls=list(records))

@@ -365,6 +365,10 @@ class Executor:
         where = referents.located(st.referents)
         if where:
             lines.append("Where the goal's names are: " + "; ".join(where))
+        make = referents.to_make(st.referents)
+        if make:
+            lines.append("To make (each exactly this path, from the workspace folder): " +
+                         ", ".join(make))
         if st.success_criteria and not self.local:   # local: the goal's own words say it
             lines.append("Success criteria:")
             lines += [f"{i}. {c.text}" for i, c in enumerate(st.success_criteria, 1)]

@@ -568,3 +568,12 @@ def named_files(refs: Iterable) -> list[str]:
     """Where the files the goal names are (found by resolution), the workspace-relative paths."""
     return [w for ref in coerce(refs) if ref.kind == "file" and ref.status == "found"
             for w in ref.where[:2]]
+
+
+def to_make(refs: Iterable) -> list[str]:
+    """The relative paths of the files and folders the goal makes: a prompt line says they are
+    paths from the workspace folder (a model shown drafts/letter.txt wrote drafts/hello.txt for
+    "a file hello.txt", and wrote there again when told hello.txt was missing)."""
+    return [ref.text for ref in coerce(refs) if ref.role == "create" and
+            ref.kind in ("file", "folder") and ref.status != "outside" and
+            not os.path.isabs(os.path.expanduser(ref.text))]
