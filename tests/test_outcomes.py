@@ -61,6 +61,23 @@ def test_a_file_made_in_another_folder_than_the_goal_names_is_not_done_and_says_
     assert not (settings.workspace / "groceries.txt").exists()
 
 
+def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings):
+    # "milk" with no newline at its end: `echo bread >>` makes "milkbread", and a check that
+    # appends the same way agrees; code sees the glued line from the before-copy
+    (settings.workspace / "groceries.txt").write_text("milk")
+    goal = "Append the line 'bread' to groceries.txt"
+    av = validator(settings, goal, {"output_file": "", "command": "echo bread >> groceries.txt"})
+    j = av.judge(result([run(settings, "echo bread >> groceries.txt")], "done"))
+    assert j.kind == "retry", j
+    assert "joined its last line ('milkbread')" in j.correction.what_was_wrong
+    (settings.workspace / "g2.txt").write_text("milk\n")
+    ok = validator(settings, "Append the line 'bread' to g2.txt",
+                   {"output_file": "", "command": "echo bread >> g2.txt"})
+    j = ok.judge(result([run(settings, "echo bread >> g2.txt")], "done"))
+    assert j.kind != "retry" or "joined" not in j.correction.what_was_wrong, j
+    assert record.glued(str(settings.workspace), str(settings.workspace), ["g2.txt"]) == []
+
+
 def test_not_possible_for_a_file_to_make_from_inputs_that_exist_is_not_done(settings):
     """The goal makes backup/todo.txt from notes/todo.txt, which exists: an executor that
     replies NOT POSSIBLE (after a command that failed) has not done it, whatever the checks

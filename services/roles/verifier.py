@@ -48,7 +48,7 @@ from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import datafiles, evidence as ev, mcp, referents
+from services.safety import datafiles, evidence as ev, mcp, record, referents
 from .confirm import _norm_cmd, _outputs, _read, _state, confirm
 from .filecheck import raw, void
 from .law0report import Law0Report, answer_text, claims_absence, record_flaw
@@ -462,6 +462,13 @@ class Verifier:
         refs = referents.coerce(self.subtask.referents)
         flaw = record_flaw(self.subtask, self.goal, self.workspace, result, answer, records,
                            refs, claims_none=claims_none, file_work=file_work)
+        if flaw is None and file_work and self.before_dir and changes.modified:
+            joined = record.glued(self.before_dir, self.workspace, changes.modified)
+            if joined:
+                flaw = Law0Report("failed", "; ".join(joined), what_was_wrong="; ".join(joined),
+                                  answer=answer, what_to_do="put a newline between the old "
+                                  "last line and the new text (or write the whole file again), "
+                                  "then cat the file")
         if flaw is not None:
             flaw.checks = checks + flaw.checks
             return flaw

@@ -123,6 +123,30 @@ def _elsewhere(root: str, wanted: str, *, limit: int = 2000) -> str:
             f"the top of the workspace: write exactly that path)")
 
 
+def glued(before_root: str, after_root: str, paths: Iterable[str]) -> list[str]:
+    """Files the work appended to whose last line had no newline, so the appended text joined
+    it (`milk` + `echo bread >>` = `milkbread`): not the line the work meant to add. A check that
+    appends the same way agrees (the same model makes the same slip), so code says it, from the
+    before-copy: the old content is a prefix of the new, and the next character is no newline."""
+    out = []
+    for path in paths:
+        try:
+            with open(os.path.join(before_root, path), "rb") as fh:
+                old = fh.read(1 << 20)
+            with open(os.path.join(after_root, path), "rb") as fh:
+                new = fh.read((1 << 20) + 4096)
+        except OSError:
+            continue
+        if not old or old.endswith(b"\n") or b"\x00" in old[:4096] or \
+                len(new) <= len(old) or not new.startswith(old) or new[len(old):][:1] in b"\r\n":
+            continue
+        last = old.rsplit(b"\n", 1)[-1].decode("utf-8", "replace")
+        added = new[len(old):].split(b"\n", 1)[0].decode("utf-8", "replace")
+        out.append(f"{path}: the added text joined its last line ({(last + added)[:80]!r}), "
+                   f"because the file did not end with a newline")
+    return out
+
+
 def inputs_present(refs: Iterable[Referent]) -> bool:
     """The goal names something it reads, and the resolution found every such thing (no
     missing file, folder, field, value or extension it reads): a claim that the goal cannot be
