@@ -78,6 +78,28 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
     assert record.glued(str(settings.workspace), str(settings.workspace), ["g2.txt"]) == []
 
 
+def test_a_first_check_that_prints_the_name_of_the_file_it_counted_agrees(settings):
+    # `wc -l colours.md` prints "3 colours.md" for the 3 the file holds: the check's way of
+    # printing, not a contradiction; the second check must derive the content exactly
+    from services.roles.programs import python_command
+    (settings.workspace / "colours.md").write_text("red\ngreen\nblue\n")
+    goal = "Count the lines of colours.md and write the number to lines.txt"
+    second = ("FILE: lines.txt\nPYTHON:\nprint(len(open('colours.md').read().splitlines()))")
+    write = python_command("n = len(open('colours.md').read().splitlines())\n"
+                           "open('lines.txt', 'w').write(f'{n}\\n')")
+    av = validator(settings, goal, {"output_file": "lines.txt", "command": "wc -l colours.md"},
+                   second)
+    j = av.judge(result([run(settings, write)], "done"))
+    assert (settings.workspace / "lines.txt").read_text() == "3\n"
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    # both checks printing the name with the value: the second one does not agree
+    (settings.workspace / "lines.txt").unlink()
+    av = validator(settings, goal, {"output_file": "lines.txt", "command": "wc -l colours.md"},
+                   "FILE: lines.txt\nCOMMAND: grep -c '' colours.md /dev/null")
+    j = av.judge(result([run(settings, write)], "done"))
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome
+
+
 def test_not_possible_for_a_file_to_make_from_inputs_that_exist_is_not_done(settings):
     """The goal makes backup/todo.txt from notes/todo.txt, which exists: an executor that
     replies NOT POSSIBLE (after a command that failed) has not done it, whatever the checks

@@ -69,7 +69,10 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
             f"check (`{derived.label}`) derived nothing", checks,
             unverified=[f"the content of {file}: the independent check derived nothing to "
                         f"compare it with"], answer=answer)
-    if not ev.same_content(content, expected, numbers=derived.sql):
+    # the first check may print the name of the file it read with the value (`wc -l f`); the
+    # second (confirm.py) must then derive the content exactly, so a name the goal wanted in
+    # the file cannot be lost by both
+    if not ev.same_content(content, expected, numbers=derived.sql, names=self.names):
         return Law0Report(
             "failed", f"{file} does not hold what an independent check derived from the "
             f"inputs (`{derived.label}`)", checks, disagreement=True,
@@ -77,7 +80,8 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                            f"check (`{derived.label}`) expects:\n{head_tail(expected, 300)}",
             what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
             answer=answer)
-    spaces = not ev.same_content(content, expected, exact=True, numbers=derived.sql)
+    spaces = not ev.same_content(content, expected, exact=True, numbers=derived.sql,
+                                 names=self.names)
     kind = "unverified" if unexpected or revealed or spaces else "verified"
     if raw(answer, records) or not ev.answer_values(answer) or \
             ev.unsupported_values(answer, _outputs(records), self.goal):

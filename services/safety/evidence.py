@@ -296,15 +296,44 @@ def _content_lines(text: str, *, strip: bool = True) -> list[str]:
 
 
 def same_content(actual: str, expected: str, *, exact: bool = False,
-                 numbers: bool = False) -> bool:
+                 numbers: bool = False, names: Iterable[str] = ()) -> bool:
     """A file's real content equals the derived content (final newlines and line endings aside;
     trailing spaces on a line too, unless `exact`). With `numbers`, a comma-separated cell that
     is a number equals the same number however written (`350` and `350.0`): for a derivation
-    whose number formatting is code's choice, not a reading of the goal."""
+    whose number formatting is code's choice, not a reading of the goal. With `names` (the
+    workspace's files), the derived lines may also carry the name of the file they were read
+    from (`wc -l colours.md` prints `3 colours.md`, `grep -c x a.log` with two files
+    `a.log:2`): a check's way of printing, not part of the content it derived."""
     a, b = _content_lines(actual, strip=not exact), _content_lines(expected, strip=not exact)
+    if _same_lines(a, b, numbers):
+        return True
+    named = _without_names(b, names)
+    return named != b and _same_lines(a, named, numbers)
+
+
+def _same_lines(a: list[str], b: list[str], numbers: bool) -> bool:
     if not numbers or len(a) != len(b):
         return a == b
     return all(_cells(x) == _cells(y) for x, y in zip(a, b))
+
+
+def _without_names(lines: list[str], names: Iterable[str]) -> list[str]:
+    """The lines with a file name of `names` taken off their start (`a.log:`) or end (` a.log`),
+    where what is left is not empty."""
+    paths = {n for p in names for n in (p, f"./{p}")}
+    if not paths:
+        return lines
+    out = []
+    for line in lines:
+        head, sep, rest = line.partition(":")
+        if sep and head in paths and rest.strip():
+            line = rest.strip()
+        else:
+            parts = line.rsplit(None, 1)
+            if len(parts) == 2 and parts[1] in paths:
+                line = parts[0]
+        out.append(line)
+    return out
 
 
 def _cells(line: str) -> list:
