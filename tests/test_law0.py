@@ -771,26 +771,24 @@ def test_a_file_a_first_query_confirms_differs_from_it_only_in_how_numbers_are_w
     from services.roles.programs import python_command
     (settings.workspace / "sales.csv").write_text(
         'id,customer,amount\n1,"Acme, Inc.",120.50\n2,Globex,129.50\n')
-    silent = "FILE: {}\nPYTHON:\nimport csv"
-    goal = "Add up the amount column of sales.csv and put the number in total.txt"
-    program = ("import csv\nt = sum(float(r['amount']) for r in csv.DictReader(open("
-               "'sales.csv')))\nopen('total.txt', 'w').write(str(t))")
-    av = validator(settings, goal, silent.format("total.txt"),
-                   "FILE: total.txt\nSQL: SELECT SUM(amount) FROM sales",
-                   "FILE: total.txt\nPYTHON:\nimport csv\n"
-                   "print(sum(float(r['amount']) for r in csv.DictReader(open('sales.csv'))))")
-    j = av.judge(result([run(settings, python_command(program))], "done"))
+    cases = [  # goal, file, query, the second check's program, the work's program
+        ("Add up the amount column of sales.csv and put the number in total.txt", "total.txt",
+         "SELECT SUM(amount) FROM sales",
+         "import csv\nprint(sum(float(r['amount']) for r in csv.DictReader(open('sales.csv'))))",
+         "import csv\nt = sum(float(r['amount']) for r in csv.DictReader(open("
+         "'sales.csv')))\nopen('total.txt', 'w').write(str(t))"),
+        ("Copy the rows of sales.csv without its header into rows.csv", "rows.csv",
+         "SELECT * FROM sales",
+         "import csv, sys\nw = csv.writer(sys.stdout)\n"
+         "w.writerows(list(csv.reader(open('sales.csv')))[1:])",
+         "import csv\nr = list(csv.reader(open('sales.csv')))[1:]\n"
+         "csv.writer(open('rows.csv', 'w', newline='')).writerows(r)")]
+    for goal, file, query, second, work in cases:
+        av = validator(settings, goal, f"FILE: {file}\nPYTHON:\nimport csv",
+                       f"FILE: {file}\nSQL: {query}", f"FILE: {file}\nPYTHON:\n{second}")
+        j = av.judge(result([run(settings, python_command(work))], "done"))
+        assert j.kind == "matched" and j.outcome.verified, (goal, j.outcome)
     assert (settings.workspace / "total.txt").read_text() == "250.0"
-    assert j.kind == "matched" and j.outcome.verified, j.outcome
-    copy = "Copy the rows of sales.csv without its header into rows.csv"
-    writer = ("import csv\nr = list(csv.reader(open('sales.csv')))[1:]\n"
-              "csv.writer(open('rows.csv', 'w', newline='')).writerows(r)")
-    av = validator(settings, copy, silent.format("rows.csv"),
-                   "FILE: rows.csv\nSQL: SELECT * FROM sales",
-                   "FILE: rows.csv\nPYTHON:\nimport csv, sys\nw = csv.writer(sys.stdout)\n"
-                   "w.writerows(list(csv.reader(open('sales.csv')))[1:])")
-    j = av.judge(result([run(settings, python_command(writer))], "done"))
-    assert j.kind == "matched" and j.outcome.verified, j.outcome
 
 
 def test_a_query_that_reads_the_programs_way_on_misleading_data_is_not_independent(settings, ws):
