@@ -234,6 +234,10 @@ def test_the_overview_says_when_a_csv_field_spells_one_value_differently(tmp_pat
     text = ev.overview(str(tmp_path))
     assert "(column status holds the same value spelt differently: 'Closed ', 'closed';" in text
     assert text.count("spelt differently") == 1          # u.csv has one spelling per value
+    # shown whole because the goal names it, the file keeps its notes
+    whole = ev.overview(str(tmp_path), whole=["t.csv"])
+    assert "--- t.csv (whole):\nid,status\n1,closed" in whole and "5,closed" in whole
+    assert "(column status holds the same value spelt differently: 'Closed ', 'closed';" in whole
 
 
 def test_a_count_of_records_that_is_the_line_count_with_the_header_is_suspect(tmp_path):

@@ -676,15 +676,7 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
     for p in named + [p for p in paths if p not in named]:
         if len(text) >= budget or state[p].size > 256 << 10:
             continue
-        if p in named and state[p].size <= WHOLE_CHARS:
-            try:
-                with open(os.path.join(root, p), "rb") as fh:
-                    body = fh.read(WHOLE_CHARS)
-            except OSError:
-                body = b"\x00"
-            if b"\x00" not in body and body.strip():
-                text += f"\n--- {p} (whole):\n" + body.decode("utf-8", "replace").rstrip("\n")
-                continue
+        entire = p in named and state[p].size <= WHOLE_CHARS
         try:
             with open(os.path.join(root, p), "rb") as fh:
                 raw = fh.read(256 << 10 if p.endswith(".json") else 2048)
@@ -692,7 +684,7 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
             continue
         if b"\x00" in raw:
             continue
-        if p.endswith(".json"):
+        if p.endswith(".json") and not entire:
             try:
                 shape = json_shape(json.loads(raw))
             except ValueError:
@@ -702,15 +694,17 @@ def overview(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: i
                 if len(text) + len(block) <= budget:
                     text += block
                 continue
-        head = raw.decode("utf-8", "replace").splitlines()[:head_lines]
+        head = raw.decode("utf-8", "replace").splitlines()
+        head = head if entire else head[:head_lines]
         if not head:
             continue
-        block = f"\n--- first lines of {p}:\n" + "\n".join(h[:160] for h in head)
+        block = (f"\n--- {p} (whole):\n" if entire else f"\n--- first lines of {p}:\n") + \
+            "\n".join(h[:160] for h in head)
         block += columns_hint(head[0]) + spelling_hint(os.path.join(root, p))
         if quoted_commas(raw.decode("utf-8", "replace")):
             block += ("\n(some fields are quoted and contain commas: awk -F, and cut -d, split "
                       "them wrongly; read this file with python3's csv module)")
-        if len(text) + len(block) > budget:
+        if len(text) + len(block) > budget and not entire:
             continue
         text += block
     return text
