@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from services.safety import datafiles, evidence as ev
+from services.safety import datafiles, evidence as ev, overview
 
 
 def test_tokens_normalise_numbers_and_paths():
@@ -108,10 +108,10 @@ def test_snapshot_diff_and_copy(tmp_path):
 def test_overview_lists_files_and_heads(tmp_path):
     (tmp_path / "data.csv").write_text("name,age\nann,31\nbob,40\ncid,22\n")
     (tmp_path / "bin").write_bytes(b"\x00\x01")
-    text = ev.overview(str(tmp_path))
+    text = overview.workspace(str(tmp_path))
     assert "data.csv (" in text and "name,age" in text and "cid,22" not in text
     assert "first lines of bin" not in text
-    assert ev.overview(str(tmp_path / "nope")) == "(the workspace is empty)"
+    assert overview.workspace(str(tmp_path / "nope")) == "(the workspace is empty)"
 
 
 def test_overview_shows_a_small_file_the_goal_names_whole_and_first(tmp_path):
@@ -119,13 +119,13 @@ def test_overview_shows_a_small_file_the_goal_names_whole_and_first(tmp_path):
     (tmp_path / "a.csv").write_text("k,v\n" + "x,1\n" * 5)
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "settings.ini").write_text(ini)
-    plain = ev.overview(str(tmp_path))
+    plain = overview.workspace(str(tmp_path))
     assert "timeout = 45" not in plain and "x,1" in plain
-    named = ev.overview(str(tmp_path), whole=["conf/settings.ini", "gone.txt"])
+    named = overview.workspace(str(tmp_path), whole=["conf/settings.ini", "gone.txt"])
     assert "--- conf/settings.ini (whole):\n" + ini.rstrip("\n") in named
     assert named.index("settings.ini (whole)") < named.index("first lines of a.csv")
     (tmp_path / "conf" / "settings.ini").write_text(ini * 40)       # too big to show whole
-    assert "(whole)" not in ev.overview(str(tmp_path), whole=["conf/settings.ini"])
+    assert "(whole)" not in overview.workspace(str(tmp_path), whole=["conf/settings.ini"])
 
 
 def test_goal_words_alone_do_not_agree_and_absent_terms(tmp_path):
@@ -147,7 +147,7 @@ def test_overview_shows_json_shape_and_missing_final_newline(tmp_path):
         '{"exported_by": "crm", "people": [{"name": "a", "age": 3}, {"name": "b", "age": 5}]}')
     (tmp_path / "members.csv").write_text("name,role\nann,admin")
     (tmp_path / "ok.txt").write_text("one\n")
-    text = ev.overview(str(tmp_path))
+    text = overview.workspace(str(tmp_path))
     assert "shape of users.json (JSON): {exported_by: str, people: [2 × {name: str, age: int}]}" \
         in text
     assert "members.csv (19 bytes, no newline at the end)" in text
@@ -231,11 +231,11 @@ def test_data_pitfalls_finds_what_could_mislead_one_reading(tmp_path):
 def test_the_overview_says_when_a_csv_field_spells_one_value_differently(tmp_path):
     (tmp_path / "t.csv").write_text("id,status\n1,closed\n2,open\n3,open\n4,Closed \n5,closed\n")
     (tmp_path / "u.csv").write_text("id,status\n1,closed\n2,open\n")
-    text = ev.overview(str(tmp_path))
+    text = overview.workspace(str(tmp_path))
     assert "(column status holds the same value spelt differently: 'Closed ', 'closed';" in text
     assert text.count("spelt differently") == 1          # u.csv has one spelling per value
     # shown whole because the goal names it, the file keeps its notes
-    whole = ev.overview(str(tmp_path), whole=["t.csv"])
+    whole = overview.workspace(str(tmp_path), whole=["t.csv"])
     assert "--- t.csv (whole):\nid,status\n1,closed" in whole and "5,closed" in whole
     assert "(column status holds the same value spelt differently: 'Closed ', 'closed';" in whole
 

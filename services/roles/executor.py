@@ -28,7 +28,7 @@ from services.roles.programs import (PYTHON_PREFIX, names_data_file, python_code
 from services.runtime import tasklog, telemetry, world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import BudgetSpent, LLMError
-from services.safety import evidence, mcp, referents
+from services.safety import evidence, mcp, overview, referents
 from services.safety.tools import TOOL_SPECS, Toolbox, head_tail
 
 log = logging.getLogger("artoo.executor")
@@ -358,9 +358,9 @@ class Executor:
             lines.append(f"Goal (the user's words): {st.goal}")
         lines.append(f"Subtask: {st.intent}")
         if self._overview is None:     # taken once: the prompt's prefix stays byte-stable
-            self._overview = evidence.overview(self.toolbox.workspace,
-                                               budget=self.output_chars,
-                                               whole=referents.named_files(st.referents))
+            self._overview = overview.workspace(self.toolbox.workspace,
+                                                budget=self.output_chars,
+                                                whole=referents.named_files(st.referents))
         lines.append(f"Workspace files (at the start):\n{self._overview}")
         where = referents.located(st.referents)
         if where:

@@ -48,7 +48,7 @@ from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import datafiles, evidence as ev, mcp, record, referents
+from services.safety import datafiles, evidence as ev, mcp, overview, record, referents
 from .confirm import _norm_cmd, _outputs, _read, _state, confirm
 from .filecheck import raw, void
 from .law0report import Law0Report, answer_text, claims_absence, record_flaw
@@ -172,7 +172,7 @@ class Verifier:
             lines.append(tables)
             return "\n".join(lines)
         lines.append("Workspace files (before the work):")
-        lines.append(ev.overview(self.before_dir or self.workspace, budget=900))
+        lines.append(overview.workspace(self.before_dir or self.workspace, budget=900))
         where = referents.located(self.subtask.referents)
         if where:
             lines.append("Where the goal's names are: " + "; ".join(where))
