@@ -59,6 +59,13 @@ def test_a_file_made_in_another_folder_than_the_goal_names_is_not_done_and_says_
     assert "there is drafts/groceries.txt; the goal names groceries.txt, a path from the top " \
         "of the workspace" in j.correction.what_was_wrong
     assert not (settings.workspace / "groceries.txt").exists()
+    # the source of a copy is no misplaced output
+    (settings.workspace / "notes").mkdir()
+    (settings.workspace / "notes" / "todo.txt").write_text("milk\n")
+    goal = "Back up notes/todo.txt as backup/todo.txt"
+    refs = referents.resolve(goal, str(settings.workspace))
+    assert record.undelivered(refs, str(settings.workspace), goal) == \
+        ["the file backup/todo.txt the goal asks for does not exist"]
 
 
 def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings):

@@ -82,7 +82,10 @@ def not_a_value(answer: str, records: Iterable[ToolCallRecord]) -> str:
 def undelivered(refs: Iterable[Referent], root: str, goal: str) -> list[str]:
     """The files and folders the goal says to make that are missing or empty after the work
     (a file may be empty only when the goal says so)."""
+    refs = list(refs)
     allow_empty = bool(re.search(r"\bempty\b", goal or "", re.I))
+    # a namesake the goal itself names (the source of a copy) is no misplaced output
+    named = {os.path.normpath(w) for ref in refs if ref.role != "create" for w in ref.where}
     out = []
     for ref in refs:
         if ref.role != "create" or ref.kind not in ("file", "folder") or ref.status == "outside":
@@ -94,14 +97,14 @@ def undelivered(refs: Iterable[Referent], root: str, goal: str) -> list[str]:
                 out.append(f"the folder {ref.text} the goal asks for does not exist")
         elif not os.path.isfile(path):
             out.append(f"the file {ref.text} the goal asks for does not exist"
-                       + _elsewhere(root, ref.text))
+                       + _elsewhere(root, ref.text, named))
         elif os.path.getsize(path) == 0 and not allow_empty:
             out.append(f"the file {ref.text} the goal asks for is empty"
-                       + _elsewhere(root, ref.text))
+                       + _elsewhere(root, ref.text, named))
     return out
 
 
-def _elsewhere(root: str, wanted: str, *, limit: int = 2000) -> str:
+def _elsewhere(root: str, wanted: str, named: set = frozenset(), *, limit: int = 2000) -> str:
     """Where files of the asked-for name are instead (a model told "groceries.txt" that writes
     drafts/groceries.txt, told the file is missing, writes there again): the path the goal names
     is relative to the workspace folder, and saying where it wrote is what turns it round."""
@@ -115,7 +118,7 @@ def _elsewhere(root: str, wanted: str, *, limit: int = 2000) -> str:
             break
         if name in filenames:
             rel = os.path.relpath(os.path.join(dirpath, name), root)
-            if os.path.normpath(rel) != target:
+            if os.path.normpath(rel) not in named | {target}:
                 found.append(rel)
     if not found:
         return ""
