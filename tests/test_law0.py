@@ -642,6 +642,18 @@ def test_the_answer_to_a_goal_that_changed_files_says_what_changed(settings, ws)
     assert j.outcome.answer == "done: created: app.bak", j.outcome
 
 
+def test_a_questions_printed_value_stays_the_answer_after_a_stray_file(settings, ws):
+    # the first attempt wrote a file nobody asked for; the value the command printed is the
+    # answer to the question, not "done: created: …"
+    (ws / "people.txt").write_text("ann\nbob\nann\ncy\n")
+    goal = "How many different names are in people.txt?"
+    av = validator(settings, goal, {"output_file": "", "command": "sort -u people.txt | wc -l"})
+    stray = run(settings, "sort -u people.txt > names.txt")
+    count = run(settings, "sort -u people.txt | wc -l")
+    j = av.judge(result([stray, count], count.output))
+    assert j.outcome is not None and j.outcome.answer.strip() == "3", j.outcome
+
+
 def test_a_record_count_that_includes_the_header_line_is_not_verified(settings, ws):
     # `wc -l` and `len(readlines())` are two methods that agree on the same off-by-one
     av = validator(settings, "How many cities are listed in cities.csv?",

@@ -423,9 +423,11 @@ class Verifier:
                 self._confirm(report, records, file, independent_of=echo_only)
         changes = self.changes
         if changes is not None and (changes.touched or changes.deleted) and \
-                report.kind != "failed" and raw(report.answer, records):
+                report.kind != "failed" and raw(report.answer, records) and \
+                (ev.asks_to_change(self.goal) or not ev.answer_values(report.answer)):
             # a tool's own words ("[approved by --yes …] (no output)") are no answer to a goal
-            # that changed files: say what changed
+            # that changed files: say what changed. The value a question's command printed
+            # stays the answer, whatever stray file an earlier attempt wrote
             report.answer = f"done: {changes.describe()}"
         report.answer_stated = bool(ev.answer_values(report.answer)) or bool(self.changed) or (
             bool(file) and os.path.isfile(os.path.join(self.workspace, file)))
