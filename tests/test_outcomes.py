@@ -230,3 +230,34 @@ def test_the_main_jobs_goal_is_confirmed_by_a_check_that_computes_the_date(setti
     j = av.judge(result([run(settings, f'echo "{today}" > today.txt')], "(no output)"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome.unverified
     assert (settings.workspace / "today.txt").read_text().strip() == today
+
+
+def test_a_value_read_from_the_named_file_the_prompt_showed_whole_is_no_value_from_nowhere(
+        settings):
+    """The executor's prompt shows a small file the goal names whole (overview.py): a value
+    read there has a source, like a tool's output, even when the executor's own program
+    failed; the independent checks still decide "verified". A value the file does not hold
+    stays a value from nowhere."""
+    from services.safety import overview
+    from test_law0 import require_sandbox
+    require_sandbox(settings, "the second check in another form is a program")
+    (settings.workspace / "config").mkdir()
+    (settings.workspace / "config" / "app.ini").write_text(
+        "[database]\nport = 5432\n\n[server]\nhost = 0.0.0.0\nport = 8080\n")
+    for i in range(60):        # a listing longer than any overview budget
+        (settings.workspace / f"note_{i:02d}_with_a_long_name.txt").write_text("x\n")
+    shown = overview.workspace(str(settings.workspace), budget=200, whole=["config/app.ini"])
+    assert "--- config/app.ini (whole):" in shown and "port = 8080" in shown
+    goal = "According to config/app.ini, which port does the web server listen on?"
+    crash = run(settings, "python3 -c \"print(open('config/app.ini').read().split('=')[9])\"")
+    assert "IndexError" in crash.output + crash.error
+    first = {"output_file": "", "command": "grep -A3 '^\\[server\\]' config/app.ini | "
+                                           "grep '^port' | cut -d= -f2"}
+    second = ("FILE: none\nPYTHON:\nimport configparser\nc = configparser.ConfigParser()\n"
+              "c.read('config/app.ini')\nprint(c['server']['port'])")
+    av = validator(settings, goal, first, second)
+    j = av.judge(result([crash], "8080"))
+    assert j.kind == "matched" and j.outcome.verified, (j.kind, j.outcome, j.correction)
+    av = validator(settings, goal, first, second)
+    j = av.judge(result([crash], "9090"))
+    assert j.kind == "retry" and "no tool output" in j.correction.what_was_wrong

@@ -441,7 +441,11 @@ class Verifier:
         check's output, so agreeing with it is no longer independent — only this attempt's own
         commands (other than the check's) printing the answer make it verified."""
         answer = answer_text(result.output)
-        outputs = _outputs(records)
+        # the small files the goal names, which the executor's prompt showed whole
+        outputs = _outputs(records) + [
+            (f"(shown whole) {p}", text) for p, text in overview.whole_files(
+                self.before_dir or self.workspace,
+                referents.named_files(self.subtask.referents)).items()]
         if revealed:
             # what a correction showed is in the executor's view: a value copied from it is
             # no value from nowhere (agreeing with it is still no evidence: `revealed`)

@@ -31,6 +31,26 @@ def _no_final_newline(root: str, path: str, size: int) -> str:
 WHOLE_CHARS = 1200     # a file the goal names, shown whole in an overview up to this size
 
 
+def whole_files(root: str, names: Iterable[str]) -> dict[str, str]:
+    """The files of `names` (workspace-relative) an overview shows whole: small text files, path
+    -> text. What the executor was shown is, like a tool's output, a place its answer's values
+    can come from (Law 0's provenance; whether they are right is still the checks' to say)."""
+    shown: dict[str, str] = {}
+    for p in dict.fromkeys(names):
+        if os.path.isabs(p) or ".." in p.split("/"):
+            continue        # a workspace file only
+        try:
+            if os.path.getsize(os.path.join(root, p)) > WHOLE_CHARS:
+                continue
+            with open(os.path.join(root, p), "rb") as fh:
+                raw = fh.read(WHOLE_CHARS + 1)
+        except OSError:
+            continue
+        if raw and b"\x00" not in raw:
+            shown[p] = raw.decode("utf-8", "replace")
+    return shown
+
+
 def workspace(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: int = 40,
              whole: Iterable[str] = ()) -> str:
     """What a step needs to know about the workspace before acting: the files (with sizes) and
@@ -46,11 +66,11 @@ def workspace(root: str, *, budget: int = 900, head_lines: int = 3, max_listed: 
     if len(paths) > max_listed:
         lines.append(f"... more files not listed")
     text = "\n".join(lines)
-    named = [p for p in dict.fromkeys(whole) if p in state]
-    for p in named + [p for p in paths if p not in named]:
-        if len(text) >= budget or state[p].size > 256 << 10:
+    shown = whole_files(root, whole)     # shown whatever the budget: the verifier counts them
+    for p in list(shown) + [p for p in paths if p not in shown]:
+        entire = p in shown
+        if not entire and (len(text) >= budget or state[p].size > 256 << 10):
             continue
-        entire = p in named and state[p].size <= WHOLE_CHARS
         try:
             with open(os.path.join(root, p), "rb") as fh:
                 raw = fh.read(256 << 10 if p.endswith(".json") else 2048)
