@@ -308,6 +308,36 @@ def test_changed_input_file_is_reported_not_verified(settings, ws):
     j = av.judge(result([rec], "done"))
     assert j.kind == "matched" and not j.outcome.verified
     assert any("cities.csv" in u for u in j.outcome.unverified)
+    assert (ws / "cities.csv").read_text().endswith("x\n")     # a change goal's work stays
+
+
+def test_an_input_a_questions_work_damaged_is_put_back_and_reported(settings, ws):
+    """A program that opened the CSV it was asked about for writing emptied it: the goal only
+    asks, so the file comes back from the copy taken before the work (a planted link is
+    replaced, not followed), and the outcome still says the work changed it. A request put as a
+    question keeps its change."""
+    original = (ws / "cities.csv").read_text()
+    outside = settings.workspace.parent / "outside.txt"
+    outside.write_text("keep\n")
+    goal = "Which city in cities.csv has the largest population?"
+    check = {"output_file": "", "command": "sort -t, -k2 -n -r cities.csv | head -1 | cut -d, -f1"}
+    av = validator(settings, goal, check, check)
+    rec = run(settings, "python3 -c \"import csv; rows = list(csv.DictReader(open('cities.csv'))); "
+                        "open('cities.csv', 'w'); print(max(rows, key=lambda r: "
+                        "int(r['population']))['city']); import os; os.remove('app.log'); "
+                        f"os.symlink('{outside}', 'app.log')\"")
+    assert rec.output.strip() == "Oslo" and (ws / "cities.csv").read_text() == ""
+    j = av.judge(result([rec], "Oslo"))
+    assert (ws / "cities.csv").read_text() == original
+    assert not (ws / "app.log").is_symlink() and (ws / "app.log").read_text().startswith("INFO a")
+    assert outside.read_text() == "keep\n"
+    assert j.kind == "matched" and not j.outcome.verified and j.outcome.answer == "Oslo"
+    assert any("put back" in c and "cities.csv" in c for c in j.outcome.checks), j.outcome.checks
+    assert any("cities.csv" in u for u in j.outcome.unverified)
+    av = validator(settings, "Can you sort cities.csv by population?", check)
+    run(settings, "python3 -c \"open('cities.csv', 'w').write('changed\\n')\"")
+    av.judge(result([], "Sorted cities.csv"))
+    assert (ws / "cities.csv").read_text() == "changed\n"
 
 
 def test_disagreement_is_a_correction_then_a_failed_attempt(settings, ws):

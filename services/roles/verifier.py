@@ -48,7 +48,7 @@ from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
-from services.safety import datafiles, evidence as ev, mcp, overview, record, referents
+from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
 from .confirm import _norm_cmd, _outputs, _read, _state, confirm
 from .filecheck import raw, void
 from .law0report import Law0Report, answer_text, claims_absence, record_flaw
@@ -424,6 +424,7 @@ class Verifier:
         changes = self.changes
         if changes is not None and (changes.touched or changes.deleted) and \
                 report.kind != "failed" and raw(report.answer, records) and \
+                not ev.asks_only(self.goal) and \
                 (ev.asks_to_change(self.goal) or not ev.answer_values(report.answer)):
             # a tool's own words ("[approved by --yes …] (no output)") are no answer to a goal
             # that changed files: say what changed. The value a question's command printed
@@ -456,6 +457,13 @@ class Verifier:
         changes = self.changes = ev.diff(self.before, after)
         self.changed = changes.touched + changes.deleted
         checks = [f"workspace: {changes.describe()}"]
+        if self.before_dir and (changes.modified or changes.deleted) and ev.asks_only(self.goal):
+            # a question's work damaged an input: the user's data comes back (still reported)
+            back = undo.put_back(self.before_dir, self.workspace,
+                                 changes.modified + changes.deleted)
+            if back:
+                checks.append(f"put back as before the work (the goal only asks): "
+                              f"{', '.join(back[:10])}")
         # folders hold no bytes, so file snapshots do not see an empty one made
         made = sorted(ev.folders(self.workspace) - ev.folders(self.before_dir or self.workspace))
         if made:

@@ -503,6 +503,21 @@ def asks_to_change(goal: str) -> bool:
     return bool(_CHANGE_WORDS.search(goal) or _WEAK_CHANGE_WORDS.search(orders))
 
 
+_WH = re.compile(r"\b(what|which|who|whom|whose|when|where|why|how)\b", re.I)
+_REQUEST = re.compile(r"^\W*(?:please\b|(?:can|could|would|will)\s+you\b)", re.I)
+
+
+def asks_only(goal: str) -> bool:
+    """A goal that only asks for information: no change asked for, and every sentence a question
+    asking what, which, who, how… — not a request put as a question ("Can you sort names.txt?"),
+    whose change the work must keep."""
+    if asks_to_change(goal):
+        return False
+    sentences = [s.strip() for s in _SENTENCE_END.split((goal or "").strip()) if s.strip()]
+    return bool(sentences) and all(s.endswith("?") and _WH.search(s) and not _REQUEST.match(s)
+                                   for s in sentences)
+
+
 _REDIRECT = re.compile(r"\d*(?:>>?|<)&?\s*(?:\d\b|'[^']*'|\"[^\"]*\"|[^\s;|&]+)")
 _STAGES = re.compile(r"\|\||&&|[|;]")
 

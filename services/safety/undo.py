@@ -116,11 +116,41 @@ def restore(settings: Settings, run_id: str) -> list[str]:
                     os.unlink(original)
                 shutil.copytree(backup, original, symlinks=True, dirs_exist_ok=True)
             else:
-                if os.path.isdir(original) and not os.path.islink(original):
-                    shutil.rmtree(original)
-                elif os.path.lexists(original):
-                    os.unlink(original)
-                shutil.copy2(backup, original, follow_symlinks=False)
+                _put_file(str(backup), original)
             if original not in restored:
                 restored.append(original)
     return restored
+
+
+def _put_file(backup: str, original: str) -> None:
+    """Replace whatever is at `original` (a file, a link the work planted — never followed — or
+    a folder) by the copy."""
+    if os.path.isdir(original) and not os.path.islink(original):
+        shutil.rmtree(original)
+    elif os.path.lexists(original):
+        os.unlink(original)
+    shutil.copy2(backup, original, follow_symlinks=False)
+
+
+def put_back(copy_root: str, workspace: str, paths: Iterable[str]) -> list[str]:
+    """Put back files (workspace-relative `paths`) from a copy of the workspace taken before the
+    work: what a question's work changed or deleted though the goal asked for no change (a
+    program that opened the CSV it was asked about for writing emptied it). Only regular files
+    of the copy, only inside the workspace. Returns the paths put back."""
+    root = os.path.realpath(workspace)
+    back: list[str] = []
+    for rel in paths:
+        backup = os.path.join(copy_root, rel)
+        original = os.path.join(root, rel)
+        parent = os.path.realpath(os.path.dirname(original))
+        if os.path.isabs(rel) or not os.path.isfile(backup) or os.path.islink(backup) or \
+                not within(parent + "/" + os.path.basename(original), root):
+            continue
+        try:
+            os.makedirs(parent, exist_ok=True)
+            _put_file(backup, original)
+        except OSError as exc:
+            log.warning("put back %s: %s", rel, exc)
+            continue
+        back.append(rel)
+    return back
