@@ -115,3 +115,20 @@ def test_without_reuse_every_command_gets_its_own_sandbox(tmp_path, monkeypatch)
     assert not tb._sessions
     assert tb.run("shell", {"command": "basename $PWD"}).output == "ws\n"
     assert not tb._sessions
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_echo_prints_its_backslash_escapes_as_sh_does(tmp_path, monkeypatch, reuse):
+    """Commands run in bash with XSI echo, in the attempt's sandbox and in a one-shot one:
+    models write `echo "red\\ngreen"` for two lines (a checker's literal one-line output
+    contradicted a right file)."""
+    monkeypatch.setenv("ARTOO_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ARTOO_WORKSPACE", str(tmp_path / "ws"))
+    tb = Toolbox(dataclasses.replace(load_settings(), sandbox_reuse=reuse))
+    tb.prewarm()
+    try:
+        out = tb.run("shell", {"command": 'echo "red\\ngreen\\tblue"; echo $BASHOPTS'})
+        assert out.output.startswith("red\ngreen\tblue\n") and "xpg_echo" in out.output
+        assert bool(tb._sessions) is reuse
+    finally:
+        tb.close()

@@ -127,11 +127,17 @@ def hidden_paths(settings: Settings) -> list[str]:
     return list(dict.fromkeys(os.path.realpath(str(p)) for p in paths))
 
 
+# Every agent and check command runs in bash with XSI echo (`echo "red\ngreen"` prints two lines,
+# as sh's echo does): models write it expecting that, and bash's own echo printed the backslashes
+# (a check's one literal line then contradicted a right three-line file).
+BASH_C = ("bash", "-O", "xpg_echo", "-c")
+
+
 def command_argv(settings: Settings, command: str, *, workspace: str, network: bool,
                  read_roots: list[str], writable: bool = True) -> list[str]:
     """The bwrap command line that runs `bash -c command` confined to `workspace` (mounted
     read-only when not `writable`: a check that must not change what it reads)."""
-    return program_argv(settings, ["bash", "-c", command], workspace=workspace, network=network,
+    return program_argv(settings, [*BASH_C, command], workspace=workspace, network=network,
                         read_roots=read_roots, writable=writable)
 
 

@@ -101,7 +101,7 @@ while True:
             for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD):
                 signal.signal(s, signal.SIG_DFL)
             os.chdir(req["cwd"])
-            os.execvpe("bash", ["bash", "-c", req["cmd"]], req["env"])
+            os.execvpe("bash", ["bash", "-O", "xpg_echo", "-c", req["cmd"]], req["env"])  # = BASH_C
         finally:
             os._exit(127)
     os.close(w)

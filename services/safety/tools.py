@@ -396,7 +396,7 @@ class Toolbox:
             result = self._run_in_session(command, network, writable)
             if result is not None:
                 return result
-        argv = ["bash", "-c", command]
+        argv = [*sandbox.BASH_C, command]
         limits = None
         if self.sandbox.mode == "bubblewrap":
             limits = sandbox.Limits(self.settings)
