@@ -335,9 +335,13 @@ def test_an_input_a_questions_work_damaged_is_put_back_and_reported(settings, ws
     assert any("put back" in c and "cities.csv" in c for c in j.outcome.checks), j.outcome.checks
     assert any("cities.csv" in u for u in j.outcome.unverified)
     av = validator(settings, "Can you sort cities.csv by population?", check)
-    run(settings, "python3 -c \"open('cities.csv', 'w').write('changed\\n')\"")
-    av.judge(result([], "Sorted cities.csv"))
-    assert (ws / "cities.csv").read_text() == "changed\n"
+    change = "python3 -c \"open('cities.csv', 'w').write('changed\\n')\""
+    run(settings, change)
+    j = av.judge(result([], "Sorted cities.csv"))     # a retry: the failed attempt is undone
+    assert j.kind == "retry" and (ws / "cities.csv").read_text() == original
+    run(settings, change)
+    j = av.judge(result([], "Sorted cities.csv", attempt=2))      # the last attempt's stays
+    assert j.kind == "failed" and (ws / "cities.csv").read_text() == "changed\n"
 
 
 def test_disagreement_is_a_correction_then_a_failed_attempt(settings, ws):
@@ -740,6 +744,8 @@ def test_a_change_goal_is_checked_against_a_copy_the_check_changed(settings, ws)
     assert j.kind == "retry" and "missing" not in j.correction.what_was_wrong
     assert "there but should not be: b.tmp" in j.correction.what_was_wrong
     assert (ws / "b.tmp").exists() and (ws / "c.tmp").read_text() == "keep"
+    assert (ws / "a.tmp").exists()            # the failed attempt is undone before the retry
+    os.remove(ws / "a.tmp")
     av = validator(settings, goal, check,     # a fresh subtask: its before-copy has b.tmp only
                    "FILE: none\nPYTHON:\nimport os\nfor f in os.listdir('.'):\n"
                    "    if f.endswith('.tmp') and os.path.getsize(f) == 0:\n        os.remove(f)")

@@ -77,6 +77,14 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
     j = av.judge(result([run(settings, "echo bread >> groceries.txt")], "done"))
     assert j.kind == "retry", j
     assert "joined its last line ('milkbread')" in j.correction.what_was_wrong
+    # the retry edits the original, not the failed result: a right append is no joined line
+    # (this check, appending the same wrong way, still disagrees with it)
+    assert (settings.workspace / "groceries.txt").read_text() == "milk"
+    assert "groceries.txt were undone" in j.correction.what_to_do
+    fix = run(settings, "printf '\\nbread\\n' >> groceries.txt")
+    j = av.judge(result([fix], "done", attempt=2))
+    assert (settings.workspace / "groceries.txt").read_text() == "milk\nbread\n"
+    assert "joined" not in j.outcome.failure_reason, j.outcome.failure_reason
     (settings.workspace / "g2.txt").write_text("milk\n")
     ok = validator(settings, "Append the line 'bread' to g2.txt",
                    {"output_file": "", "command": "echo bread >> g2.txt"})

@@ -268,6 +268,10 @@ class AgentValidator:
                     "use a different approach and prove each criterion with a tool call")
             if law0 is not None and law0.disagreement:
                 self.revealed = True
+            back = self.verifier.undo_attempt() if self.verifier is not None else []
+            if back:
+                todo += (f" (your changes to {', '.join(back[:5])} were undone: it is back as "
+                         f"it was before your first attempt; make the whole change on it again)")
             correction = CorrectionSignal(
                 task_id=self.task_id, subtask_id=self.subtask.subtask_id, attempt_number=attempt,
                 failed_criterion=first.criterion, failure_class=first.failure_class,

@@ -150,6 +150,16 @@ class Verifier:
                 self.before_dir = None
         return True
 
+    def undo_attempt(self) -> list[str]:
+        """Before a retry: the files that were there before the subtask and that the failed
+        attempt changed or deleted are put back, so the next attempt edits the original, not
+        the failed result (an append that joined the last line, then a right append after it,
+        kept the joined line; a right append redone after a wrong check doubled the row)."""
+        ch = self.changes
+        if not self.before_dir or ch is None or not (ch.modified or ch.deleted):
+            return []
+        return undo.put_back(self.before_dir, self.workspace, ch.modified + ch.deleted)
+
     def close(self) -> None:
         if self.before_dir:
             shutil.rmtree(self.before_dir, ignore_errors=True)
