@@ -60,8 +60,10 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
                 assert spec.emotion is not None and spec.emotion.label == "neutral"
                 assert 0 < spec.priority <= 1
                 # the third run's TaskSpec carries what the first two established: the file they
-                # read (their answers are unverified here: claims, never in the projection)
-                assert "file tick.txt" in spec.world and "TICK-7" not in spec.world
+                # read; their answers are unverified here: claims, shown only marked as such
+                assert "file tick.txt" in spec.world and "TICK-7" in spec.world
+                assert all("(no check confirmed this answer)" in line
+                           for line in spec.world.splitlines() if "TICK-7" in line)
 
                 _run(session, rec, REJECTED, 3)
                 proposals = rec.wait_type("GoalProposed", n=2, timeout=30)

@@ -107,10 +107,15 @@ def test_a_file_is_a_fact_only_when_code_finds_it(world):
     assert {(c["subject"], c["status"]) for c in claims} == {
         ("file:ghost.txt", "not found"), ("task:t1", "unverified")}
     assert "file:failed.txt" not in {e["id"] for e in world.entities()}
-    # the projection shows facts only: the unverified answer is not in it
+    # the projection shows facts, and an unverified answer only marked as one: the user refers
+    # to what they were told; other claims never
     text = world.project("what did you write?")["text"]
-    assert "notes.txt exists" in text and "wrote both" not in text
-    assert "ghost.txt was reported" not in text
+    assert "notes.txt exists" in text and "ghost.txt was reported" not in text
+    [told] = [line for line in text.splitlines() if "wrote both" in line]
+    assert "(no check confirmed this answer) answer to" in told
+    run_task(world, "t2", "which host does deploy.ini name?", [],
+             {"status": "abandoned", "answer": "stage2.internal"})
+    assert "stage2" not in world.project("write the host you found into host.txt")["text"]
 
 
 def test_a_verified_answer_and_settings_read_are_facts_and_a_rewrite_invalidates(world):

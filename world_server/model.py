@@ -10,7 +10,9 @@ Sources, in the order a task sends them:
 * FinalResult — closes the episode (Law 0): a file a successful tool call wrote becomes a fact
   only when code finds it in the task's workspace (its size and digest are the evidence); a
   setting read by a successful call is a fact of that file; the answer is a fact only when the
-  FinalResult is verified, otherwise a claim with its status, never shown as a fact.
+  FinalResult is verified, otherwise a claim with its status, never shown as a fact (an
+  `unverified` answer — done, but no check confirmed it — is projected marked as such: the user
+  refers to what they were told).
 SYSTEM goals come from the runtime's own state, observed by code: a schedule whose last runs all
 failed (→ pause it), ARTOO_HOME grown past a bound (→ a report of what takes the room).
 Proposals (AUTO, SYSTEM, REACTIVE) never run by themselves: they wait in the goals table, BLOCKED on the
@@ -605,8 +607,12 @@ class WorldModel:
         chosen = [e for _, e in chosen]
         facts = []
         for f in self.store.all("facts"):
-            if f["kind"] != "fact" or f.get("forgotten") or not valid_at(f, now) or \
-                    f.get("scope", "") not in ("", ws):
+            # facts, and the answers artoo gave that no check confirmed: the user refers to what
+            # they were told ("the host you found earlier"), so it is shown, marked as such
+            told = f["kind"] == "claim" and f["predicate"] == "answer" and \
+                f.get("status") == "unverified"
+            if (f["kind"] != "fact" and not told) or f.get("forgotten") or \
+                    not valid_at(f, now) or f.get("scope", "") not in ("", ws):
                 continue
             words = X.keywords(" ".join((f["subject"].replace("/", " ").replace(".", " "),
                                          f["predicate"], f["object"], f["text"])))
@@ -628,7 +634,8 @@ class WorldModel:
             return {"text": "", "entities": [], "facts": []}
         lines = [W.PROJECTION_HEADER]
         for f in facts:
-            lines.append(f"- [{_when(f['valid_at'])}] {f['text']}")
+            mark = "" if f["kind"] == "fact" else "(no check confirmed this answer) "
+            lines.append(f"- [{_when(f['valid_at'])}] {mark}{f['text']}")
         if chosen:
             lines.append("Related: " + ", ".join(
                 f"{e['kind']} {e['name']} ({e['mentions']}× mentioned, last {_when(e['last_mentioned'])})"
