@@ -879,6 +879,14 @@ def test_a_check_that_prints_a_value_it_was_told_is_no_evidence(settings, ws):
     assert not restates("grep -o 8443 db.yaml", "8443", goal)
     assert not restates("python3 -c 'print(open(\"db.yaml\").read().split()[1], 8443)'",
                         "5432 8443", goal)
+    # words are values too: a name or a colour no input holds (world off, a false "verified")
+    colour = "Write my favourite colour into colour.txt"
+    av = validator(settings, colour, {"output_file": "colour.txt", "command": 'echo "blue"'},
+                   "FILE: colour.txt\nPYTHON:\nprint('blue')")
+    j = av.judge(result([run(settings, "echo blue > colour.txt")], "done"))
+    assert j.outcome and not j.outcome.verified, j.outcome
+    assert restates('echo "Your Name"', "Your Name", "Write my name into a file named name.txt")
+    assert not restates('echo "hello"', "hello", "Create a file hello.txt that says hello")
 
 
 def test_an_empty_folder_the_goal_asks_for_is_made_not_missing(settings, ws):

@@ -163,9 +163,10 @@ def restates(command: str, output: str, goal: str) -> bool:
     command, while the goal does not state them. It repeats a belief (a fact recalled into the
     context, or an invention); agreeing with it is no evidence. A program that computes from
     the goal's own numbers (squares of 1 to 10) prints values its text does not hold."""
-    values = ev.answer_values(output)
-    if not values or not set(values) <= set(ev.tokens(command)) or \
-            set(values) <= set(ev.tokens(goal)):
+    # every word, not only what answer_values counts as a value: "Your Name" and "blue" are
+    # words too, and a check that reads nothing has only the goal to take them from
+    words = set(ev.tokens(output))
+    if not words or not words <= set(ev.tokens(command)) or words <= set(ev.tokens(goal)):
         return False
     program = ev.python_program(command)
     if program is None:
