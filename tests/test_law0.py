@@ -376,6 +376,15 @@ def test_agreeing_only_after_seeing_the_check_is_not_verified(settings, ws):
     own = av.judge(result([run(settings, "awk '/ERROR/ {n++} END {print n}' app.log")], "2",
                           attempt=2))
     assert own.kind == "matched" and own.outcome.verified                 # its own derivation
+    # the shown check's own command run again inside another one is no derivation of its own:
+    # copied, so the check in the other form decides, and it contradicts (it was "done")
+    other = "FILE: none\nPYTHON:\nprint(len(open('app.log').read().split('ERROR')))"
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   other)
+    assert av.judge(result([run(settings, "wc -l < app.log")], "4")).kind == "retry"
+    rerun = av.judge(result([run(settings, "find app.log -exec grep -c ERROR app.log \\;")],
+                            "2", attempt=2))
+    assert rerun.kind == "failed", rerun.outcome
 
 
 def test_impossible_goal_ends_not_possible(settings, ws):
