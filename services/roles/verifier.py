@@ -151,8 +151,9 @@ class Verifier:
         return True
 
     def undo_attempt(self) -> list[str]:
-        """Before a retry: the files that were there before the subtask and that the failed
-        attempt changed or deleted are put back, so the next attempt edits the original, not
+        """The files that were there before the subtask and that its work changed or deleted
+        are put back from the before-copy: for a goal that only asks, at every check; before a
+        retry, so the next attempt edits the original, not
         the failed result (an append that joined the last line, then a right append after it,
         kept the joined line; a right append redone after a wrong check doubled the row)."""
         ch = self.changes
@@ -467,10 +468,9 @@ class Verifier:
         changes = self.changes = ev.diff(self.before, after)
         self.changed = changes.touched + changes.deleted
         checks = [f"workspace: {changes.describe()}"]
-        if self.before_dir and (changes.modified or changes.deleted) and ev.asks_only(self.goal):
+        if ev.asks_only(self.goal):
             # a question's work damaged an input: the user's data comes back (still reported)
-            back = undo.put_back(self.before_dir, self.workspace,
-                                 changes.modified + changes.deleted)
+            back = self.undo_attempt()
             if back:
                 checks.append(f"put back as before the work (the goal only asks): "
                               f"{', '.join(back[:10])}")

@@ -49,6 +49,7 @@ MAX_FRAME = 1 << 20
 # The command server (runs as PID 1 inside the namespace, under the system Python, -I -S).
 SERVER = r'''
 import ctypes, json, os, select, signal, struct, sys, time
+BASH_C = __BASH_C__
 H = struct.Struct(">cI")
 try:
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)          # PR_SET_DUMPABLE 0: no ptrace, no /proc/1/mem
@@ -101,7 +102,7 @@ while True:
             for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD):
                 signal.signal(s, signal.SIG_DFL)
             os.chdir(req["cwd"])
-            os.execvpe("bash", ["bash", "-O", "xpg_echo", "-c", req["cmd"]], req["env"])  # = BASH_C
+            os.execvpe("bash", [*BASH_C, req["cmd"]], req["env"])
         finally:
             os._exit(127)
     os.close(w)
@@ -144,7 +145,7 @@ while True:
     os.close(r)
     code = os.waitstatus_to_exitcode(status) if status is not None else -9
     send(b"x", json.dumps({"code": code, "timed_out": timed_out}).encode())
-'''
+'''.replace("__BASH_C__", repr(sandbox.BASH_C))   # the one shell command line
 
 
 class SandboxGone(Exception):
