@@ -792,6 +792,27 @@ def test_the_second_check_on_tabular_data_is_a_query_over_the_loaded_tables(sett
                "agree; it printed: 520000" in u for u in j.outcome.unverified), j.outcome
 
 
+def test_a_second_check_that_names_no_file_derives_the_file_the_first_check_named(
+        settings, ws):
+    """A query that prints the count the goal asks to write down, its reply naming no file, is
+    a derivation of that file (the first check named it), not a change goal's check that
+    changed nothing on its copy: it confirms the right file and contradicts a wrong one."""
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    goal = "Work out the total population of the Norwegian cities in cities.csv and put " \
+           "just that number in norway.txt"
+    first = "FILE: norway.txt\n" + SUM_PY.split("\n", 1)[1]
+    for written, verified in (("985000", True), ("1505000", False)):
+        (settings.workspace / "norway.txt").unlink(missing_ok=True)
+        av = validator(settings, goal, first, NORWAY_SQL)
+        j = av.judge(result([run(settings, f"echo {written} > norway.txt")], "done"))
+        if verified:
+            assert j.kind == "matched" and j.outcome.verified, j.outcome
+            assert "second independent check (query) `SQL SELECT SUM(population) FROM cities " \
+                   "WHERE country = 'Norway'` printed: 985000" in j.outcome.checks
+        else:   # the first check's program already disagrees: a correction
+            assert j.kind == "retry" and "985000" in j.correction.what_was_wrong, j
+
+
 def test_a_query_reads_quoted_fields_and_compares_numbers_by_value(settings, ws):
     # a quoted comma and a header defeat `awk -F,`; the loader reads them as CSV. The file the
     # executor wrote says 900.0 where the query prints 900: the same number

@@ -57,7 +57,8 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         # freer; it counts only if it reads the data otherwise than the first check (the
         # same reading repeats the same mistake). A second check that derived something
         # else is a contradiction no majority outvotes: "verified" is never a vote.
-        third = self.derive_as(first.program, RESAMPLE_TEMPERATURE, query=first.sql)
+        third = self.derive_as(first.program, RESAMPLE_TEMPERATURE, query=first.sql,
+                               file=first.output_file)
         same = third.available and (
             _norm_cmd(third.command) == _norm_cmd(first.command) or independence.doubts(
                 "the resample", third.command, [first.command],

@@ -205,17 +205,21 @@ class Verifier:
                      ) -> DerivedCheck:
         """A derivation in another form than `first`: after a query a program, after a program
         a query over the goal's tables (else a shell command), after a shell command a query
-        (else a program)."""
+        (else a program). It derives what `first` derived: the file `first` named is its file
+        too when it names none (a query that prints the count is a derivation of the file
+        holding it, not a change goal's check that changed nothing)."""
         if first.sql:
-            return self.derive_as(True, temperature, query=False)
-        return self.derive_as(not first.program, temperature, query=True)
+            return self.derive_as(True, temperature, query=False, file=first.output_file)
+        return self.derive_as(not first.program, temperature, query=True,
+                              file=first.output_file)
 
     def derive_as(self, program: Optional[bool], temperature: Optional[float] = None, *,
-                  query: Optional[bool] = None) -> DerivedCheck:
+                  query: Optional[bool] = None, file: str = "") -> DerivedCheck:
         """One derivation: a PYTHON program (`program`), a shell COMMAND, or (None) the form
         that suits the goal — a program for a goal about a data file. With `query` (by default
         whenever the shell form is asked), an SQL query over the tables of the goal's tabular
-        files instead, where there are any (sqlcheck.py)."""
+        files instead, where there are any (sqlcheck.py). `file`: the output file an earlier
+        check of this result named, this one's when its reply names none."""
         self.start()
         check = DerivedCheck()
         root = self.before_dir or self.workspace
@@ -257,6 +261,7 @@ class Verifier:
         if check.output_file and os.path.exists(os.path.join(before, check.output_file)) and \
                 not ev.asks_to_change(self.goal):
             check.output_file = ""     # an input a question reads, never a file to rewrite
+        check.output_file = check.output_file or file
         check.command = strip_redirect(reply.command.strip(), check.output_file)
         check.program = check.command.startswith(PYTHON_PREFIX)   # the form it replied in
         check.query = sql
