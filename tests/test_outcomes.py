@@ -81,7 +81,10 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
     # (this check, appending the same wrong way, still disagrees with it)
     assert (settings.workspace / "groceries.txt").read_text() == "milk"
     assert "groceries.txt were undone" in j.correction.what_to_do
-    fix = run(settings, "printf '\\nbread\\n' >> groceries.txt")
+    # the correction spells out the command that appends it right, which fixes the file
+    todo = j.correction.what_to_do
+    assert "run printf '\\n%s\\n' bread >> groceries.txt ," in todo, todo
+    fix = run(settings, todo.split("run ", 1)[1].split(" ,", 1)[0])
     j = av.judge(result([fix], "done", attempt=2))
     assert (settings.workspace / "groceries.txt").read_text() == "milk\nbread\n"
     assert "joined" not in j.outcome.failure_reason, j.outcome.failure_reason
@@ -91,6 +94,43 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
     j = ok.judge(result([run(settings, "echo bread >> g2.txt")], "done"))
     assert j.kind != "retry" or "joined" not in j.correction.what_was_wrong, j
     assert record.glued(str(settings.workspace), str(settings.workspace), ["g2.txt"]) == []
+
+
+def test_work_code_proved_wrong_is_put_back_when_the_subtask_ends(settings):
+    # both attempts glue the line: the subtask fails, and the user's file comes back as it was
+    # (a next round starts from it, not from the glued line); the failure reason says so
+    (settings.workspace / "groceries.txt").write_text("milk")
+    av = validator(settings, "Append the line 'bread' to groceries.txt",
+                   {"output_file": "", "command": "echo bread >> groceries.txt"})
+    glue = "echo bread >> groceries.txt"
+    assert av.judge(result([run(settings, glue)], "done")).kind == "retry"
+    j = av.judge(result([run(settings, glue)], "done", attempt=2))
+    assert j.kind == "failed" and "put back as before the work: groceries.txt" in \
+        j.outcome.failure_reason, j.outcome.failure_reason
+    assert (settings.workspace / "groceries.txt").read_text() == "milk"
+
+
+def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(settings):
+    # the executor printed the right count and never wrote the file: the correction gives the
+    # command that writes what it printed, and the file it writes is then checked as any other
+    (settings.workspace / "colours.md").write_text("red\ngreen\nblue\n")
+    goal = "Count the lines of colours.md and write the number to lines.txt"
+    check = {"output_file": "lines.txt", "command": "grep -c '' colours.md"}
+    av = validator(settings, goal, check, "FILE: lines.txt\nPYTHON:\n"
+                   "print(len(open('colours.md').read().splitlines()))")
+    j = av.judge(result([run(settings, "wc -l < colours.md")], "3"))
+    assert j.kind == "retry", j
+    todo = j.correction.what_to_do
+    assert "printf '%s\\n' 3 > lines.txt" in todo, todo
+    j = av.judge(result([run(settings, todo.split("e.g. ", 1)[1].split(" ,", 1)[0])], "done",
+                        attempt=2))
+    assert (settings.workspace / "lines.txt").read_text() == "3\n"
+    assert j.kind == "matched", j
+    # a value no command printed is never offered for writing
+    (settings.workspace / "lines.txt").unlink()
+    av = validator(settings, goal, check)
+    j = av.judge(result([run(settings, "wc -l < colours.md")], "7"))
+    assert j.kind == "retry" and "printf" not in j.correction.what_to_do, j.correction
 
 
 def test_a_first_check_that_prints_the_name_of_the_file_it_counted_agrees(settings):

@@ -284,6 +284,14 @@ class AgentValidator:
         last_issue = (law0.evidence if law0 is not None and law0.kind == "failed" else
                       reply.what_was_wrong if reply and reply.what_was_wrong
                       else f"not met: {unmet[0].criterion}")
+        if law0 is not None and law0.kind == "failed" and not law0.disagreement and \
+                self.verifier is not None:
+            # code proved the last attempt's work wrong (a glued line, an empty deliverable):
+            # the user's files it changed come back, and a next round starts from them, not
+            # from the flaw. Work a check merely disagreed with stays: it may be right.
+            back = self.verifier.undo_attempt()
+            if back:
+                last_issue += f" (put back as before the work: {', '.join(back[:5])})"
         return self._final("failed", f"max retries ({self.max_attempts}) reached; last issue: "
                                      f"{last_issue}")
 

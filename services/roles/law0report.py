@@ -65,8 +65,8 @@ def record_flaw(subtask: SubTask, goal: str, workspace: str, result: ExecutionRe
         missing = record.undelivered(refs, workspace, goal)
         if missing:
             return Law0Report("failed", "; ".join(missing), what_was_wrong="; ".join(missing),
-                              answer=answer, what_to_do="make what the goal asks for with a "
-                              "tool call, then show it (cat or ls)")
+                              answer=answer, what_to_do=_deliver(missing, refs, answer, records,
+                                                                 goal))
     found = record.found_things(refs) if claims_none else []
     if found:
         where = "; ".join(f"{r.text!r} occurs in {', '.join(r.where[:3])}" for r in found)
@@ -76,3 +76,22 @@ def record_flaw(subtask: SubTask, goal: str, workspace: str, result: ExecutionRe
                                      "answer from what it holds")
     return None
 
+
+
+def _deliver(missing: list[str], refs: list, answer: str, records: list[ToolCallRecord],
+             goal: str) -> str:
+    """What to do about a file the goal makes that is missing or empty. When the attempt
+    printed its result instead (a short answer whose every value a successful command printed),
+    the command that writes it there: the small model, told only to "make" the file, runs the
+    same printing command again."""
+    files = [r.text for r in refs if r.role == "create" and r.kind == "file" and
+             any(m.startswith(f"the file {r.text} ") for m in missing)]
+    printed = [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")
+               for r in records if not r.error and r.output]
+    text = answer.strip()
+    if len(files) == 1 and len(missing) == 1 and ev.answer_values(text) and \
+            len(text) <= 1000 and text.count("\n") < 10 and not text.startswith("[") and \
+            not ev.unsupported_values(text, printed, goal):
+        return (f"your command printed the result but did not write it to {files[0]}: write "
+                f"it there, e.g. {record.write_out(files[0], text)} , then cat {files[0]}")
+    return "make what the goal asks for with a tool call, then show it (cat or ls)"

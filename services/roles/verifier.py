@@ -494,10 +494,9 @@ class Verifier:
         if flaw is None and file_work and self.before_dir and changes.modified:
             joined = record.glued(self.before_dir, self.workspace, changes.modified)
             if joined:
-                flaw = Law0Report("failed", "; ".join(joined), what_was_wrong="; ".join(joined),
-                                  answer=answer, what_to_do="put a newline between the old "
-                                  "last line and the new text (or write the whole file again), "
-                                  "then cat the file")
+                said = "; ".join(g.message for g in joined)
+                flaw = Law0Report("failed", said, what_was_wrong=said, answer=answer,
+                                  what_to_do="; ".join(g.fix() for g in joined))
         if flaw is not None:
             flaw.checks = checks + flaw.checks
             return flaw

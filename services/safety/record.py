@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Iterable
+import shlex
+from typing import Iterable, NamedTuple
 
 from protocol.messages import ToolCallRecord
 
@@ -126,7 +127,7 @@ def _elsewhere(root: str, wanted: str, named: set = frozenset(), *, limit: int =
             f"the top of the workspace: write exactly that path)")
 
 
-def glued(before_root: str, after_root: str, paths: Iterable[str]) -> list[str]:
+def glued(before_root: str, after_root: str, paths: Iterable[str]) -> list["Glued"]:
     """Files the work appended to whose last line had no newline, so the appended text joined
     it (`milk` + `echo bread >>` = `milkbread`): not the line the work meant to add. A check that
     appends the same way agrees (the same model makes the same slip), so code says it, from the
@@ -144,10 +145,34 @@ def glued(before_root: str, after_root: str, paths: Iterable[str]) -> list[str]:
                 len(new) <= len(old) or not new.startswith(old) or new[len(old):][:1] in b"\r\n":
             continue
         last = old.rsplit(b"\n", 1)[-1].decode("utf-8", "replace")
-        added = new[len(old):].split(b"\n", 1)[0].decode("utf-8", "replace")
-        out.append(f"{path}: the added text joined its last line ({(last + added)[:80]!r}), "
-                   f"because the file did not end with a newline")
+        text = new[len(old):].decode("utf-8", "replace")
+        out.append(Glued(path, f"{path}: the added text joined its last line "
+                               f"({(last + text.split(chr(10), 1)[0])[:80]!r}), because the file "
+                               f"did not end with a newline", text))
     return out
+
+
+class Glued(NamedTuple):
+    path: str
+    message: str
+    added: str          # all the work appended after the old last line
+
+    def fix(self) -> str:
+        """What to do on the file as it was (a retry starts from it): the newline first, then
+        the text — spelt out as one command when the text is one short line, which a small
+        model copies where it does not act on "put a newline before it"."""
+        line = self.added.rstrip("\r\n")
+        if not line or "\n" in line or "\r" in line or len(line) > 200:
+            return "put a newline between the old last line and the new text (or write the " \
+                   "whole file again), then cat the file"
+        return (f"add a newline before the new text: run printf '\\n%s\\n' {shlex.quote(line)} "
+                f">> {shlex.quote(self.path)} , then cat {shlex.quote(self.path)}")
+
+
+def write_out(path: str, answer: str) -> str:
+    """The command that writes a printed result into the file the goal names: an executor that
+    printed the right value and wrote the file empty (or not at all) is told exactly this."""
+    return f"printf '%s\\n' {shlex.quote(answer.strip())} > {shlex.quote(path)}"
 
 
 def inputs_present(refs: Iterable[Referent]) -> bool:
