@@ -521,3 +521,25 @@ def test_work_acked_before_its_outbox_file_is_written_leaves_no_file(bus_process
                          on_done=lambda ok: acked.set())
     assert acked.is_set() and handled == [msg_id]
     assert not list(outbox.iterdir()), "an acknowledged message was left in the outbox"
+
+
+def test_a_reply_slot_wakes_its_waiter_once_with_the_first_reply_or_error():
+    """The request waiter's slot (pure logic; request/reply itself runs on the real bus in the
+    tests above): it times out empty, wakes a blocked waiter on the first reply, keeps that reply
+    against a duplicate or a late stop(), and raises what stop() set when no reply came."""
+    from protocol.bus.common import ReplySlot
+    slot = ReplySlot()
+    with pytest.raises(TimeoutError):
+        slot.result(0.01)
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(slot.result(10)))
+    waiter.start()
+    slot.set_result("first")
+    slot.set_result("duplicate")
+    slot.set_exception(BusTimeout("stopped"))
+    waiter.join(10)
+    assert got == ["first"] and slot.done() and slot.result(0) == "first"
+    stopped = ReplySlot()
+    stopped.set_exception(BusTimeout("bus client stopped"))
+    with pytest.raises(BusTimeout):
+        stopped.result(1)

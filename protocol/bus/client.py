@@ -9,7 +9,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,7 +20,8 @@ from .. import curve, fastpath, routes, signing, tracecontext
 from ..envelope import NO_TASK, PROTOCOL_VERSION, Envelope, ProtocolError, decode, topic_for
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
-from .common import ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, SeenSet, Subscription
+from .common import (ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, ReplySlot, SeenSet,
+                     Subscription)
 from .inbound import Inbound
 from .membership import Membership
 from .outbox import Outbox
@@ -89,7 +90,7 @@ class BusClient(Inbound):
         self._delivered = SeenSet(LRU_CAP)                       # MACs of frames dispatched
         self._replies: Lru = Lru(2048)                           # request id -> reply frames
         self._answering: set[str] = set()                          # request ids being handled
-        self._futures: dict[str, Future] = {}
+        self._futures: dict[str, ReplySlot] = {}
         self._timers: list[list] = []                               # [next_at, interval, fn]
         self._in_flight = 0
         self._in_flight_lock = threading.Lock()
@@ -284,7 +285,7 @@ class BusClient(Inbound):
             raise RuntimeError("request() would deadlock on the bus loop thread; use threaded=True")
         timeout = timeout or self.settings.request_timeout_s
         env = self._envelope(msg, task, to, None, self.node, None)
-        fut: Future = Future()
+        fut = ReplySlot()
         self._futures[env.id] = fut
         topic = topic_for(env.type, env.task)
         try:

@@ -1,6 +1,7 @@
 """Types the bus client's halves share: subscriptions, pending work messages, bounded maps."""
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -25,6 +26,46 @@ DEFER = _Defer()
 
 class BusTimeout(TimeoutError):
     pass
+
+
+class ReplySlot:
+    """Where the loop thread leaves a request's reply for the thread waiting on it: one lock,
+    held from creation and released once, so the waiter wakes on one futex (a Future's condition
+    wakes it, then makes it queue again for the lock the setter still holds)."""
+    __slots__ = ("_lock", "_set", "_value", "_error")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._set = False
+        self._value: Any = None
+        self._error: Optional[BaseException] = None
+
+    def done(self) -> bool:
+        return self._set
+
+    def set_result(self, value: Any) -> None:
+        self._settle(value, None)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._settle(None, error)
+
+    def _settle(self, value: Any, error: Optional[BaseException]) -> None:
+        if self._set:             # a duplicate reply, or stop() racing the loop: first wins
+            return
+        self._value, self._error, self._set = value, error, True
+        try:
+            self._lock.release()
+        except RuntimeError:
+            pass
+
+    def result(self, timeout: float) -> Any:
+        """The reply; TimeoutError when none came within `timeout` seconds."""
+        if not self._set and not self._lock.acquire(timeout=timeout):
+            raise TimeoutError
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 @dataclass
