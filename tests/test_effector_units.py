@@ -364,7 +364,7 @@ def test_a_python_one_liner_that_lost_its_line_breaks_is_answered_with_a_note(se
     assert "NOT VALID PYTHON" not in llm.prompts[2]        # the multi-line program ran
 
 
-def test_a_data_file_task_asks_for_python_first_and_a_retry_for_the_other_form(settings, toolbox):
+def test_a_data_file_task_asks_for_python_and_other_retries_for_the_other_form(settings, toolbox):
     from protocol.messages import CorrectionSignal
     (settings.workspace / "sales.csv").write_text("id,amount\n1,2.5\n2,4\n")
     (settings.workspace / "docs").mkdir()
@@ -378,10 +378,16 @@ def test_a_data_file_task_asks_for_python_first_and_a_retry_for_the_other_form(s
     llm.prompts.clear()
     ex.run_attempt(2, CorrectionSignal(task_id="run-unit", subtask_id="st-1", attempt_number=1,
                                        what_was_wrong="wrong total"))
-    assert asks(llm) == "Reply with your first COMMAND:."       # the other form this time
-    other = FakeLLM("COMMAND: ls docs", "ANSWER: none", local=True)
-    Executor(subtask("list", goal="What is in docs?"), other, toolbox, settings).run_attempt(1)
+    assert asks(llm) == "Reply with your first PYTHON: program."   # a better program
+    other = FakeLLM("COMMAND: ls docs", "ANSWER: none", "PYTHON:\nprint(1)", "ANSWER: 1",
+                    local=True)
+    ex = Executor(subtask("list", goal="What is in docs?"), other, toolbox, settings)
+    ex.run_attempt(1)
     assert asks(other) == "Reply with your first COMMAND:."
+    other.prompts.clear()
+    ex.run_attempt(2, CorrectionSignal(task_id="run-unit", subtask_id="st-1", attempt_number=1,
+                                       what_was_wrong="wrong list"))
+    assert asks(other) == "Reply with your first PYTHON: program."   # the other form this time
     missing = FakeLLM("COMMAND: ls", "ANSWER: none", local=True)
     Executor(subtask("x", goal="Sum report.csv"), missing, toolbox, settings).run_attempt(1)
     assert asks(missing) == "Reply with your first COMMAND:."   # not there: nothing to parse
