@@ -17,9 +17,9 @@ from test_effector_units import FakeLLM
 from test_law0 import VERIFIERS, no_leftover_copies, result, run  # noqa: F401 (fixture)
 
 
-def validator(settings, goal: str, *derivations):
+def validator(settings, goal: str, *derivations, subtask_id: str = "st-1"):
     refs = referents.resolve(goal, str(settings.workspace))
-    st = SubTask(subtask_id="st-1", parent_task_id="run-out", intent=goal, goal=goal,
+    st = SubTask(subtask_id=subtask_id, parent_task_id="run-out", intent=goal, goal=goal,
                  success_criteria=[Criterion(text="the goal is achieved")], options=RunOptions(),
                  referents=[Referent.model_validate(r.as_dict()) for r in refs])
     verifier = Verifier(st, FakeLLM(*derivations), settings)
@@ -108,6 +108,32 @@ def test_work_code_proved_wrong_is_put_back_when_the_subtask_ends(settings):
     assert j.kind == "failed" and "put back as before the work: groceries.txt" in \
         j.outcome.failure_reason, j.outcome.failure_reason
     assert (settings.workspace / "groceries.txt").read_text() == "milk"
+
+
+def test_a_file_a_rejected_round_wrote_is_not_a_later_rounds_work(settings):
+    # round 1 wrote a wrong lines.txt, which its check refuted twice; round 2 ran a command
+    # that changed nothing and said done: the file is no state of the user's, and not this
+    # round's work — not done, whatever round 2's check could derive
+    (settings.workspace / "colours.md").write_text("red\ngreen\nblue\n")
+    goal = "Count the lines of colours.md and write the number to lines.txt"
+    check = {"output_file": "lines.txt", "command": "grep -c '' colours.md"}
+    wrong = "echo 7 > lines.txt"
+    first = validator(settings, goal, check, subtask_id="st-round1")
+    assert first.judge(result([run(settings, wrong)], "done")).kind == "retry"
+    j = first.judge(result([run(settings, wrong)], "done", attempt=2))
+    assert j.kind == "failed"
+    assert (settings.workspace / "lines.txt").read_text() == "7\n"
+    later = validator(settings, goal, {"output_file": "lines.txt", "command": "cat nope.txt"},
+                      subtask_id="st-round2")
+    j = later.judge(result([run(settings, "ls")], "done"))
+    assert j.kind == "retry" and "earlier, rejected round of this task wrote" in \
+        j.correction.what_was_wrong, j
+    # a round that writes the file itself is judged on what it wrote
+    from services.roles.programs import python_command
+    write = python_command("open('lines.txt', 'w').write(f\"{len(open('colours.md').readlines())}\\n\")")
+    j = later.judge(result([run(settings, write)], "done", attempt=2))
+    assert (settings.workspace / "lines.txt").read_text() == "3\n"
+    assert "rejected round" not in (j.outcome.failure_reason or ""), j.outcome
 
 
 def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(settings):

@@ -411,7 +411,8 @@ class AgentValidator:
                        subtask_id=self.subtask.subtask_id, status=status,
                        failure_reason=outcome.failure_reason, attempts=n,
                        verified=outcome.verified, not_possible=outcome.not_possible,
-                       checks=outcome.checks, unverified=outcome.unverified)
+                       checks=outcome.checks, unverified=outcome.unverified,
+                       changed=list(self.verifier.changed) if self.verifier is not None else [])
         return Judgement(status, outcome=outcome)
 
     def absent_outcome(self, missing: list) -> SubTaskOutcome:

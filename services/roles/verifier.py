@@ -159,7 +159,9 @@ class Verifier:
         ch = self.changes
         if not self.before_dir or ch is None or not (ch.modified or ch.deleted):
             return []
-        return undo.put_back(self.before_dir, self.workspace, ch.modified + ch.deleted)
+        back = undo.put_back(self.before_dir, self.workspace, ch.modified + ch.deleted)
+        self.changed = [p for p in self.changed if p not in back]   # the user's again
+        return back
 
     def close(self) -> None:
         if self.before_dir:
