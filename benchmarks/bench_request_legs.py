@@ -1,0 +1,188 @@
+"""Where a bus request/reply round trip spends its time (issue 34), leg by leg, beside a raw
+pyzmq ping-pong through the same proxy.
+
+Each process stamps `time.monotonic_ns()` (one clock for the whole machine) where a frame is
+sent, where the loop thread has it, where the handler runs and where the reply reaches the
+waiting thread's slot; medians per leg over N round trips. The raw ping-pong is the floor the
+wire sets: two Python processes blocking in `recv` on the same XSUB/XPUB proxy.
+
+    .venv/bin/python benchmarks/bench_request_legs.py [--round-trips 2000]
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import zmq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_bus  # noqa: E402
+from protocol.bus import BusClient  # noqa: E402
+from protocol.bus import common  # noqa: E402
+from protocol.messages import MemoryQuery, MemoryResult  # noqa: E402
+from protocol.settings import load_settings  # noqa: E402
+
+
+def _stamp_bus(rec: dict) -> None:
+    """Stamp, in this process, each MemoryQuery/MemoryResult frame sent and each frame the loop
+    thread takes in (wrapping the two methods every frame passes)."""
+    on_frames, send = BusClient._on_frames, BusClient._send_wire_locked
+
+    def stamped_in(self, frames):
+        if frames[0][:1] == b"@" or b"Memory" in frames[0]:
+            rec.setdefault("in", []).append(time.monotonic_ns())
+        return on_frames(self, frames)
+
+    def stamped_out(self, topic, wire, pending=None):
+        frames = send(self, topic, wire, pending)
+        if b"Memory" in topic:
+            rec.setdefault("out", []).append(time.monotonic_ns())
+        return frames
+
+    BusClient._on_frames, BusClient._send_wire_locked = stamped_in, stamped_out
+
+
+def _replier(env: dict, ready, results, seconds: float) -> None:
+    os.environ.update(env)
+    rec: dict = {}
+    _stamp_bus(rec)
+    handled: list[int] = []
+
+    def answer(_env, msg):
+        handled.append(time.monotonic_ns())
+        return MemoryResult(op=msg.op, stats={"n": msg.n})
+
+    client = BusClient("memory", settings=load_settings(), heartbeat=False)
+    client.on("MemoryQuery", answer, request=True)
+    client.start()
+    ready.set()
+    time.sleep(seconds)
+    results.put((handled, rec))
+    client.stop()
+
+
+def _raw_echo(xsub: str, xpub: str, ready, seconds: float) -> None:
+    ctx = zmq.Context()
+    pub, sub = ctx.socket(zmq.PUB), ctx.socket(zmq.SUB)
+    pub.connect(xsub)
+    sub.connect(xpub)
+    sub.setsockopt(zmq.SUBSCRIBE, b"ping")
+    sub.RCVTIMEO = 200
+    ready.set()
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            frames = sub.recv_multipart()
+        except zmq.Again:
+            continue
+        pub.send_multipart([b"pong", frames[1]])
+    pub.close(0)
+    sub.close(0)
+    ctx.term()
+
+
+def raw_ping_pong(settings, n: int, ctx_mp) -> float:
+    """p50 µs of a raw ping-pong through the proxy, both ends blocking in recv."""
+    xsub, xpub = settings.endpoint("xsub"), settings.endpoint("xpub")
+    ready = ctx_mp.Event()
+    proc = ctx_mp.Process(target=_raw_echo, args=(xsub, xpub, ready, 5 + n / 2000))
+    proc.start()
+    ready.wait(30)
+    ctx = zmq.Context()
+    pub, sub = ctx.socket(zmq.PUB), ctx.socket(zmq.SUB)
+    pub.connect(xsub)
+    sub.connect(xpub)
+    sub.setsockopt(zmq.SUBSCRIBE, b"pong")
+    sub.RCVTIMEO = 100
+    lat: list[float] = []
+    while len(lat) < n:       # the first pings race the subscriptions: those time out, unmeasured
+        t0 = time.perf_counter()
+        pub.send_multipart([b"ping", b"x"])
+        try:
+            sub.recv_multipart()
+        except zmq.Again:
+            continue
+        lat.append((time.perf_counter() - t0) * 1e6)
+    pub.close(0)
+    sub.close(0)
+    ctx.term()
+    proc.join(30)
+    return _p50(lat)
+
+
+def _p50(values) -> float:
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--round-trips", type=int, default=2000)
+    args = parser.parse_args()
+    n = args.round_trips
+    root = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))
+    env = {"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
+           "ARTOO_CAPTURE": "0"}
+    os.environ.update(env)
+    settings = load_settings()
+    settings.ensure_dirs()
+    ctx_mp = mp.get_context("spawn")
+    procs = bench_bus.start_bus(env, settings)
+    try:
+        ready, results = ctx_mp.Event(), ctx_mp.Queue()
+        proc = ctx_mp.Process(target=_replier, args=(env, ready, results, 5 + n / 1000))
+        proc.start()
+        ready.wait(30)
+        rec: dict = {}
+        _stamp_bus(rec)
+        settled: list[int] = []
+        settle = common.ReplySlot._settle
+
+        def stamped_settle(self, value, error):
+            settled.append(time.monotonic_ns())
+            settle(self, value, error)
+
+        common.ReplySlot._settle = stamped_settle
+        client = BusClient("planner", settings=settings, heartbeat=False).start()
+        client.handshake()
+        for _ in range(100):                                   # warm-up
+            client.request(MemoryQuery(op="stats"), to="memory")
+        settled.clear()
+        rec.clear()
+        start, end = [], []
+        for i in range(n):
+            start.append(time.monotonic_ns())
+            client.request(MemoryQuery(op="stats", n=i), to="memory")
+            end.append(time.monotonic_ns())
+        handled, rrec = results.get(timeout=60)
+        client.stop()
+        proc.join(10)
+        legs = [("request call -> frames sent", start, rec["out"]),
+                ("-> the replier's loop has them", rec["out"], rrec["in"]),
+                ("-> its handler runs", rrec["in"], handled),
+                ("-> reply frames sent", handled, rrec["out"]),
+                ("-> the requester's loop has them", rrec["out"], rec["in"]),
+                ("-> the waiter's slot is set", rec["in"], settled),
+                ("-> the waiting thread returns", settled, end),
+                ("round trip", start, end)]
+        print(f"request/reply legs over {n} round trips, p50 in us:")
+        for name, a, b in legs:
+            print(f"  {name:36s} {_p50([(y - x) / 1000 for x, y in zip(a[-n:], b[-n:])]):7.1f}")
+        print(f"raw pyzmq ping-pong through the same proxy, p50: "
+              f"{raw_ping_pong(settings, n, ctx_mp):.1f} us")
+    finally:
+        bench_bus.stop_all(procs)
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
