@@ -69,13 +69,19 @@ def _replier(env: dict, ready, results, seconds: float) -> None:
     client.stop()
 
 
-def _raw_echo(xsub: str, xpub: str, ready, seconds: float) -> None:
+def _raw_pair(xsub: str, xpub: str, topic: bytes, timeout_ms: int):
+    """A plain PUB to the proxy and a SUB from it, subscribed to `topic`."""
     ctx = zmq.Context()
     pub, sub = ctx.socket(zmq.PUB), ctx.socket(zmq.SUB)
     pub.connect(xsub)
     sub.connect(xpub)
-    sub.setsockopt(zmq.SUBSCRIBE, b"ping")
-    sub.RCVTIMEO = 200
+    sub.setsockopt(zmq.SUBSCRIBE, topic)
+    sub.RCVTIMEO = timeout_ms
+    return ctx, pub, sub
+
+
+def _raw_echo(xsub: str, xpub: str, ready, seconds: float) -> None:
+    ctx, pub, sub = _raw_pair(xsub, xpub, b"ping", 200)
     ready.set()
     end = time.time() + seconds
     while time.time() < end:
@@ -96,12 +102,7 @@ def raw_ping_pong(settings, n: int, ctx_mp) -> float:
     proc = ctx_mp.Process(target=_raw_echo, args=(xsub, xpub, ready, 5 + n / 2000))
     proc.start()
     ready.wait(30)
-    ctx = zmq.Context()
-    pub, sub = ctx.socket(zmq.PUB), ctx.socket(zmq.SUB)
-    pub.connect(xsub)
-    sub.connect(xpub)
-    sub.setsockopt(zmq.SUBSCRIBE, b"pong")
-    sub.RCVTIMEO = 100
+    ctx, pub, sub = _raw_pair(xsub, xpub, b"pong", 100)
     lat: list[float] = []
     while len(lat) < n:       # the first pings race the subscriptions: those time out, unmeasured
         t0 = time.perf_counter()
