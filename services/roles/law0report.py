@@ -77,7 +77,6 @@ def record_flaw(subtask: SubTask, goal: str, workspace: str, result: ExecutionRe
     return None
 
 
-
 def _deliver(missing: list[str], refs: list, answer: str, records: list[ToolCallRecord],
              goal: str) -> str:
     """What to do about a file the goal makes that is missing or empty. When the attempt
