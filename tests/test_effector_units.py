@@ -370,7 +370,7 @@ def test_a_data_file_task_asks_for_python_and_other_retries_for_the_other_form(s
     (settings.workspace / "docs").mkdir()
     asks = lambda llm: llm.prompts[0].rsplit("\n", 1)[-1]   # noqa: E731
     llm = FakeLLM("PYTHON:\nprint(6.5)", "ANSWER: 6.5", "COMMAND: echo 6.5", "ANSWER: 6.5",
-                  local=True)
+                  "COMMAND: echo 7", "ANSWER: 7", local=True)
     ex = Executor(subtask("total", goal="What is the total amount in sales.csv?"), llm, toolbox,
                   settings)
     ex.run_attempt(1)
@@ -379,6 +379,12 @@ def test_a_data_file_task_asks_for_python_and_other_retries_for_the_other_form(s
     ex.run_attempt(2, CorrectionSignal(task_id="run-unit", subtask_id="st-1", attempt_number=1,
                                        what_was_wrong="wrong total"))
     assert asks(llm) == "Reply with your first PYTHON: program."   # a better program
+    llm.prompts.clear()
+    ex.run_attempt(3, CorrectionSignal(task_id="run-unit", subtask_id="st-1", attempt_number=2,
+                                       what_was_wrong="sales.csv: joined its last line",
+                                       what_to_do="reply COMMAND: printf '\\n%s\\n' 3,1 >> "
+                                                  "sales.csv , then cat sales.csv"))
+    assert asks(llm) == "Reply with your first COMMAND:."   # the fix spelt out is a command
     other = FakeLLM("COMMAND: ls docs", "ANSWER: none", "PYTHON:\nprint(1)", "ANSWER: 1",
                     local=True)
     ex = Executor(subtask("list", goal="What is in docs?"), other, toolbox, settings)

@@ -83,8 +83,8 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
     assert "groceries.txt were undone" in j.correction.what_to_do
     # the correction spells out the command that appends it right, which fixes the file
     todo = j.correction.what_to_do
-    assert "run printf '\\n%s\\n' bread >> groceries.txt ," in todo, todo
-    fix = run(settings, todo.split("run ", 1)[1].split(" ,", 1)[0])
+    assert "reply COMMAND: printf '\\n%s\\n' bread >> groceries.txt ," in todo, todo
+    fix = run(settings, todo.split("COMMAND: ", 1)[1].split(" ,", 1)[0])
     j = av.judge(result([fix], "done", attempt=2))
     assert (settings.workspace / "groceries.txt").read_text() == "milk\nbread\n"
     assert "joined" not in j.outcome.failure_reason, j.outcome.failure_reason
@@ -148,7 +148,7 @@ def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(
     assert j.kind == "retry", j
     todo = j.correction.what_to_do
     assert "printf '%s\\n' 3 > lines.txt" in todo, todo
-    j = av.judge(result([run(settings, todo.split("e.g. ", 1)[1].split(" ,", 1)[0])], "done",
+    j = av.judge(result([run(settings, todo.split("COMMAND: ", 1)[1].split(" ,", 1)[0])], "done",
                         attempt=2))
     assert (settings.workspace / "lines.txt").read_text() == "3\n"
     assert j.kind == "matched", j

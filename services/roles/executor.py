@@ -187,6 +187,12 @@ Rules:
 - If a step was refused ([LAW1]), report that; do not try another way around it.
 - ANSWER only when an output above shows the task is done.
 Workspace (the current directory): {workspace}"""
+def spelt_out(correction: Optional[CorrectionSignal]) -> bool:
+    """The correction gives the exact command that fixes the attempt (`COMMAND: printf …`,
+    services/safety/record.py): the executor is asked for a command, which it can copy."""
+    return correction is not None and "COMMAND: " in (correction.what_to_do or "")
+
+
 _LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|PYTHON|ANSWER|NOT[ _]POSSIBLE|FAILED|TOOL)"
                           r"(?:\*\*)?\s*:\s*", re.I | re.M)
 _LOCAL_MCP = """To call one of these tools, reply
@@ -400,7 +406,7 @@ class Executor:
         elif self.local:
             lines.append("Reply with your first TOOL: or COMMAND:." if self._mcp_fits()
                          else "Reply with your first PYTHON: program." if self._python_first()
-                         else "Reply with your first COMMAND:.")
+                         and not spelt_out(correction) else "Reply with your first COMMAND:.")
         elif calls:
             lines.append("If these results satisfy the criteria, reply with the result now; "
                          "otherwise make the next tool call.")

@@ -92,5 +92,6 @@ def _deliver(missing: list[str], refs: list, answer: str, records: list[ToolCall
             len(text) <= 1000 and text.count("\n") < 10 and not text.startswith("[") and \
             not ev.unsupported_values(text, printed, goal):
         return (f"your command printed the result but did not write it to {files[0]}: write "
-                f"it there, e.g. {record.write_out(files[0], text)} , then cat {files[0]}")
+                f"it there: reply COMMAND: {record.write_out(files[0], text)} , then cat "
+                f"{files[0]}")
     return "make what the goal asks for with a tool call, then show it (cat or ls)"

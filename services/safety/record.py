@@ -165,8 +165,9 @@ class Glued(NamedTuple):
         if not line or "\n" in line or "\r" in line or len(line) > 200:
             return "put a newline between the old last line and the new text (or write the " \
                    "whole file again), then cat the file"
-        return (f"add a newline before the new text: run printf '\\n%s\\n' {shlex.quote(line)} "
-                f">> {shlex.quote(self.path)} , then cat {shlex.quote(self.path)}")
+        return (f"add a newline before the new text: reply COMMAND: printf '\\n%s\\n' "
+                f"{shlex.quote(line)} >> {shlex.quote(self.path)} , then cat "
+                f"{shlex.quote(self.path)}")
 
 
 def write_out(path: str, answer: str) -> str:
