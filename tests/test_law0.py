@@ -840,6 +840,26 @@ def test_a_query_reads_quoted_fields_and_compares_numbers_by_value(settings, ws)
            "BY region ORDER BY region` printed: north,900\nsouth,50.5" in j.outcome.checks
 
 
+def test_a_query_alone_does_not_confirm_that_a_file_of_rows_has_no_header(settings, ws):
+    """The executor wrote the checker's own program (agreement no evidence), which dropped the
+    header the goal keeps; the query in the other form prints rows only, so it "agreed": it
+    cannot tell whether the rows should follow a header line, and "verified" waits for a check
+    that could print one (dev name-email-copy was a false "verified" this way)."""
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    from services.roles.programs import python_command
+    goal = "Make a copy of cities.csv that keeps only the city and country columns, and save " \
+           "it as places.csv with its header."
+    program = ("import csv\nw = csv.writer(open('places.csv', 'w', newline=''))\n"
+               "for r in csv.DictReader(open('cities.csv')):\n"
+               "    w.writerow([r['city'], r['country']])")
+    av = validator(settings, goal, "FILE: places.csv\nPYTHON:\n" + program,
+                   "FILE: places.csv\nSQL: SELECT city, country FROM cities;")
+    j = av.judge(result([run(settings, python_command(program))], "done"))
+    assert (settings.workspace / "places.csv").read_text().splitlines()[0] == "Oslo,Norway"
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome
+    assert any("a query prints rows only" in u for u in j.outcome.unverified), j.outcome
+
+
 def test_a_file_a_first_query_confirms_differs_from_it_only_in_how_numbers_are_written(
         settings, ws):
     # the first program printed nothing, so a query stands in for it as the first check: it

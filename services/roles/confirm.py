@@ -93,6 +93,7 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
     report.kind = "unverified"
     report.unverified.append(doubt)
 
+
 def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
               check: DerivedCheck, shell: list[str], independent_of: bool) -> str:
     """'' when the derivation `check` confirms the result (and, with `independent_of`, was
@@ -136,6 +137,12 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
                                              verified=True)]
         if echo:
             return f"the second check agrees, but not independently: {echo[0]}"
+        if check.sql and file and len(_read(os.path.join(self.workspace, file)).splitlines()) > 1:
+            # a query prints rows, never a header line: alone it cannot tell whether the
+            # rows of a file should follow one (dev name-email-copy: the executor copied a
+            # shown check that dropped the header the goal keeps, and a query "confirmed" it)
+            return (f"a query prints rows only: whether {file} should begin with a header "
+                    f"line, no check that could print one confirmed")
     report.evidence += f"; a second check in another form agrees (`{check.label}`)"
     return ""
 
