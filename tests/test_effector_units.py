@@ -364,7 +364,7 @@ def test_a_python_one_liner_that_lost_its_line_breaks_is_answered_with_a_note(se
     assert "NOT VALID PYTHON" not in llm.prompts[2]        # the multi-line program ran
 
 
-def test_a_data_file_task_asks_for_python_and_other_retries_for_the_other_form(settings, toolbox):
+def test_a_data_file_task_asks_for_python_first_and_a_retry_for_the_other_form(settings, toolbox):
     from protocol.messages import CorrectionSignal
     (settings.workspace / "sales.csv").write_text("id,amount\n1,2.5\n2,4\n")
     (settings.workspace / "docs").mkdir()
@@ -378,13 +378,14 @@ def test_a_data_file_task_asks_for_python_and_other_retries_for_the_other_form(s
     llm.prompts.clear()
     ex.run_attempt(2, CorrectionSignal(task_id="run-unit", subtask_id="st-1", attempt_number=1,
                                        what_was_wrong="wrong total"))
-    assert asks(llm) == "Reply with your first PYTHON: program."   # a better program
+    assert asks(llm) == "Reply with your first COMMAND:."       # the other form this time
     llm.prompts.clear()
     ex.run_attempt(3, CorrectionSignal(task_id="run-unit", subtask_id="st-1", attempt_number=2,
                                        what_was_wrong="sales.csv: joined its last line",
                                        what_to_do="reply COMMAND: printf '\\n%s\\n' 3,1 >> "
                                                   "sales.csv , then cat sales.csv"))
-    assert asks(llm) == "Reply with your first COMMAND:."   # the fix spelt out is a command
+    assert asks(llm) == "Reply with your first COMMAND:."   # the fix spelt out is a command,
+    # whatever form the last call had (it was a COMMAND: this time a program would be asked)
     other = FakeLLM("COMMAND: ls docs", "ANSWER: none", "PYTHON:\nprint(1)", "ANSWER: 1",
                     local=True)
     ex = Executor(subtask("list", goal="What is in docs?"), other, toolbox, settings)
@@ -393,7 +394,7 @@ def test_a_data_file_task_asks_for_python_and_other_retries_for_the_other_form(s
     other.prompts.clear()
     ex.run_attempt(2, CorrectionSignal(task_id="run-unit", subtask_id="st-1", attempt_number=1,
                                        what_was_wrong="wrong list"))
-    assert asks(other) == "Reply with your first PYTHON: program."   # the other form this time
+    assert asks(other) == "Reply with your first PYTHON: program."   # the other form again
     missing = FakeLLM("COMMAND: ls", "ANSWER: none", local=True)
     Executor(subtask("x", goal="Sum report.csv"), missing, toolbox, settings).run_attempt(1)
     assert asks(missing) == "Reply with your first COMMAND:."   # not there: nothing to parse

@@ -442,17 +442,15 @@ class Executor:
         return found
 
     def _python_first(self) -> bool:
-        """The form the local model is asked for first: PYTHON: when the task reads a data file
-        (also after a rejected program: asked for a COMMAND there, the model wrote
-        `find build.log -type l | xargs cat > out.txt` and the like, four retries in five in one
-        dev run; the correction and NOT RUN AGAIN keep the program from repeating); otherwise,
-        after a rejected attempt, the other form than its last call. The model keeps whichever
-        form it is asked for."""
-        st = self.subtask
-        data = names_data_file(f"{st.goal}\n{st.intent}", self.toolbox.workspace)
-        if self.tried and not data:
+        """The form the local model is asked for first: after a rejected attempt the other one
+        (a different first prompt, not the same command again); else PYTHON: when the task reads
+        a data file. The model keeps whichever form it is asked for. (Asked for a program again
+        after a rejected program, it repeated it with other whitespace until refused: tried at
+        ebae469, reverted.)"""
+        if self.tried:
             return not list(self.tried.values())[-1].target.startswith(PYTHON_PREFIX)
-        return data
+        st = self.subtask
+        return names_data_file(f"{st.goal}\n{st.intent}", self.toolbox.workspace)
 
     def _transcript(self, calls: list[ToolCallRecord]) -> list[str]:
         """The newest result in full (already cut to output_chars); older ones shortened when
