@@ -136,6 +136,32 @@ def test_a_file_a_rejected_round_wrote_is_not_a_later_rounds_work(settings):
     assert "rejected round" not in (j.outcome.failure_reason or ""), j.outcome
 
 
+def test_what_an_earlier_rounds_check_derived_still_contradicts_the_answer(settings):
+    # round 1's check counted the ERROR entries (2) and refuted 3 twice; round 2's check could
+    # not run, and its answer was the same 3: "done, but not verified" and wrong, until the
+    # evidence round 1 gathered on the same inputs reached round 2's checks
+    (settings.workspace / "app.log").write_text("INFO a\nERROR b\nINFO c\nERROR d\n"
+                                                "INFO retry after ERROR\n")
+    goal = "How many entries in app.log have the level ERROR?"
+    count = "grep -c ERROR app.log"
+    first = validator(settings, goal, {"output_file": "", "command": "awk '$1 == \"ERROR\"' "
+                                       "app.log | wc -l"}, subtask_id="st-round1")
+    assert first.judge(result([run(settings, count)], "3")).kind == "retry"
+    assert first.judge(result([run(settings, count)], "3", attempt=2)).kind == "failed"
+    later = validator(settings, goal, {"output_file": "", "command": "cat nope.txt"},
+                      {"output_file": "", "command": "cat nope.txt"}, subtask_id="st-round2")
+    j = later.judge(result([run(settings, count)], "3"))
+    assert j.kind == "retry", j
+    assert "an independent check an earlier round of this task ran" in \
+        j.correction.what_was_wrong and "printed 2" in j.correction.what_was_wrong, j.correction
+    # another goal on the same files is another question: round 1's check says nothing of it
+    other = validator(settings, "How many lines does app.log have?",
+                      {"output_file": "", "command": "cat nope.txt"},
+                      {"output_file": "", "command": "cat nope.txt"}, subtask_id="st-other")
+    j = other.judge(result([run(settings, "wc -l < app.log")], "5"))
+    assert j.kind == "matched" and not j.outcome.verified, j
+
+
 def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(settings):
     # the executor printed the right count and never wrote the file: the correction gives the
     # command that writes what it printed, and the file it writes is then checked as any other

@@ -41,6 +41,7 @@ from services.runtime.llm import LLMError
 from services.safety.tools import head_tail
 from services.safety import evidence as values
 from services.safety import referents
+from . import rounds
 from .verifier import Law0Report, Verifier, answer_text
 
 log = logging.getLogger("artoo.agentval")
@@ -412,7 +413,8 @@ class AgentValidator:
                        failure_reason=outcome.failure_reason, attempts=n,
                        verified=outcome.verified, not_possible=outcome.not_possible,
                        checks=outcome.checks, unverified=outcome.unverified,
-                       changed=list(self.verifier.changed) if self.verifier is not None else [])
+                       changed=list(self.verifier.changed) if self.verifier is not None else [],
+                       **(rounds.record(self.verifier) if self.verifier is not None else {}))
         return Judgement(status, outcome=outcome)
 
     def absent_outcome(self, missing: list) -> SubTaskOutcome:

@@ -40,7 +40,7 @@ from typing import Optional
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
-from services.roles import filecheck, independence, sqlcheck
+from services.roles import filecheck, independence, rounds, sqlcheck
 from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missing_key,
                                        named_in, not_found, parse_derivation, restates,
                                        strip_redirect)
@@ -448,6 +448,7 @@ class Verifier:
             # that changed files: say what changed. The value a question's command printed
             # stays the answer, whatever stray file an earlier attempt wrote
             report.answer = f"done: {changes.describe()}"
+        report = rounds.apply(self, report)     # what an earlier round's checks derived
         report.answer_stated = bool(ev.answer_values(report.answer)) or bool(self.changed) or (
             bool(file) and os.path.isfile(os.path.join(self.workspace, file)))
         return report

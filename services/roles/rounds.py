@@ -1,0 +1,88 @@
+"""Evidence a task's earlier rounds gathered, for the checks of a later round (R4a).
+
+Each GGS round is a new subtask with a new checker: without this, what round 1's independent
+check derived was gone in round 2, and an answer it contradicted could end "done" there when
+round 2's own checks could not run (dev count-error-entries: round 1's query printed 5, round 2
+answered 9 with no check that ran). A subtask's `subtask_end` records the checks that ran and
+the state of the inputs they read; a later subtask of the same goal on the same inputs treats
+one that contradicts its answer as a check in another form that disagrees: never outvoted, and
+"failed" where this round's own agreement is no evidence."""
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Optional
+
+from services.runtime import tasklog
+from services.safety import evidence as ev
+from services.safety.tools import head_tail
+
+if TYPE_CHECKING:
+    from .law0report import Law0Report
+    from .verifier import Verifier
+
+
+def inputs_digest(verifier: Verifier) -> str:
+    """The workspace before the subtask, by path and content: the same digest, the same inputs."""
+    h = hashlib.sha256()
+    for path, state in sorted(verifier.before.items()):
+        h.update(f"{path}\0{state.digest or state.size}\n".encode())
+    return h.hexdigest()
+
+
+def record(verifier: Verifier) -> dict:
+    """The `subtask_end` fields a later round reads: the goal, the inputs, the checks that ran
+    (not a recalled fact, not one that changed files: their output is a derived answer)."""
+    checks = [{"label": c.label, "output": c.output[:2000]}
+              for c in [verifier.derived, *verifier.shown]
+              if c is not None and c.available and not c.recalled and c.effects is None
+              and not c.output_file and c.output.strip()]
+    return {"goal": verifier.goal, "inputs": inputs_digest(verifier), "derived": checks}
+
+
+def contradicted(verifier: Verifier, report: Law0Report) -> Optional[str]:
+    """The earlier round's check that contradicts this answer (as many values, not the same
+    ones), described; None when there is none."""
+    answer = report.answer
+    if not ev.answer_values(answer):
+        return None
+    digest = ""
+    for event in tasklog.read(verifier.settings.tasks_dir, verifier.task_id):
+        if event.get("kind") != "subtask_end" or event.get("goal") != verifier.goal or \
+                event.get("subtask_id") == verifier.subtask.subtask_id:
+            continue
+        digest = digest or inputs_digest(verifier)
+        if event.get("inputs") != digest:
+            continue
+        for check in event.get("derived") or []:
+            output = str(check.get("output") or "")
+            if len(ev.answer_values(output)) != len(ev.answer_values(answer)) or \
+                    ev.agree(answer, output, goal=verifier.goal).agree:
+                continue
+            return (f"an independent check an earlier round of this task ran "
+                    f"(`{head_tail(str(check.get('label') or ''), 120)}`) printed "
+                    f"{head_tail(output.strip(), 200)}")
+    return None
+
+
+def apply(verifier: Verifier, report: Law0Report) -> Law0Report:
+    """A verified answer an earlier round's check contradicts is unverified; one whose agreement
+    here is no evidence (or that no check here could confirm) fails, showing that check."""
+    if report.kind not in ("verified", "unverified") or ev.asks_to_change(verifier.goal):
+        return report
+    against = contradicted(verifier, report)
+    if against is None:
+        return report
+    derived = verifier.derived
+    if report.kind == "verified" or (derived is not None and derived.available and
+                                     not report.void):
+        report.kind = "unverified"
+        report.unverified.append(against)
+        return report
+    report.kind = "failed"
+    report.disagreement = True
+    report.evidence = f"{against}; no check of this round confirms the answer"
+    report.what_was_wrong = f"your answer {head_tail(report.answer, 200)!r} does not agree " \
+                            f"with {against}"
+    report.what_to_do = "find which is right with another command that reads the inputs " \
+                        "another way, then give the result the goal asks for"
+    return report
