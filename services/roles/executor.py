@@ -187,6 +187,8 @@ Rules:
 - If a step was refused ([LAW1]), report that; do not try another way around it.
 - ANSWER only when an output above shows the task is done.
 Workspace (the current directory): {workspace}"""
+
+
 def spelt_out(correction: Optional[CorrectionSignal]) -> bool:
     """The correction gives the exact command that fixes the attempt (`COMMAND: printf …`,
     services/safety/record.py): the executor is asked for a command, which it can copy."""

@@ -9,25 +9,14 @@ from typing import TYPE_CHECKING
 
 from protocol.messages import ToolCallRecord
 
-from services.runtime import tasklog
 from services.safety import evidence as ev
 from services.safety.tools import head_tail
+from . import rounds
 from .confirm import _outputs, _state
 from .law0report import Law0Report
 
 if TYPE_CHECKING:
     from .verifier import DerivedCheck
-
-
-def rejected_earlier(self) -> set[str]:
-    """The files that earlier subtasks of this task which failed created or changed (their
-    `subtask_end` in the task log): what a later round finds there is no state of the user's."""
-    out: set[str] = set()
-    for ev_ in tasklog.read(self.settings.tasks_dir, self.task_id):
-        if ev_.get("kind") == "subtask_end" and ev_.get("status") == "failed" and \
-                ev_.get("subtask_id") != self.subtask.subtask_id:
-            out.update(p for p in ev_.get("changed") or [] if isinstance(p, str))
-    return out
 
 
 def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
@@ -55,7 +44,7 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                           unverified=[f"{file} could not be read: {exc}"], answer=answer)
     checks.append(f"{file}: {len(content.splitlines())} line(s), "
                   f"{'changed' if file in changes.touched else 'not changed'} by this subtask")
-    if file not in changes.touched and file in rejected_earlier(self):
+    if file not in changes.touched and file in rounds.rejected_files(self):
         # not the user's file: a failed round of this task wrote it, and this one did nothing
         # to it — work not done, whatever this round's check can or cannot derive
         why = f"{file} holds what an earlier, rejected round of this task wrote"

@@ -6,11 +6,12 @@ round 2's own checks could not run (dev count-error-entries: round 1's query pri
 answered 9 with no check that ran). A subtask's `subtask_end` records the checks that ran and
 the state of the inputs they read; a later subtask of the same goal on the same inputs treats
 one that contradicts its answer as a check in another form that disagrees: never outvoted, and
-"failed" where this round's own agreement is no evidence."""
+"failed" where this round's own agreement is no evidence. The files a failed round changed
+are likewise no state of the user's for a later round (`rejected_files`)."""
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from services.runtime import tasklog
 from services.safety import evidence as ev
@@ -39,6 +40,21 @@ def record(verifier: Verifier) -> dict:
     return {"goal": verifier.goal, "inputs": inputs_digest(verifier), "derived": checks}
 
 
+def _earlier_ends(verifier: Verifier) -> Iterator[dict]:
+    """The `subtask_end` events of this task's other subtasks (its earlier rounds)."""
+    for event in tasklog.read(verifier.settings.tasks_dir, verifier.task_id):
+        if event.get("kind") == "subtask_end" and \
+                event.get("subtask_id") != verifier.subtask.subtask_id:
+            yield event
+
+
+def rejected_files(verifier: Verifier) -> set[str]:
+    """The files that earlier rounds which failed created or changed: what a later round finds
+    there is no state of the user's (filecheck.check_file)."""
+    return {p for event in _earlier_ends(verifier) if event.get("status") == "failed"
+            for p in event.get("changed") or [] if isinstance(p, str)}
+
+
 def contradicted(verifier: Verifier, report: Law0Report) -> Optional[str]:
     """The earlier round's check that contradicts this answer (as many values, not the same
     ones), described; None when there is none."""
@@ -46,9 +62,8 @@ def contradicted(verifier: Verifier, report: Law0Report) -> Optional[str]:
     if not ev.answer_values(answer):
         return None
     digest = ""
-    for event in tasklog.read(verifier.settings.tasks_dir, verifier.task_id):
-        if event.get("kind") != "subtask_end" or event.get("goal") != verifier.goal or \
-                event.get("subtask_id") == verifier.subtask.subtask_id:
+    for event in _earlier_ends(verifier):
+        if event.get("goal") != verifier.goal:
             continue
         digest = digest or inputs_digest(verifier)
         if event.get("inputs") != digest:

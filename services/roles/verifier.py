@@ -153,9 +153,10 @@ class Verifier:
     def undo_attempt(self) -> list[str]:
         """The files that were there before the subtask and that its work changed or deleted
         are put back from the before-copy: for a goal that only asks, at every check; before a
-        retry, so the next attempt edits the original, not
-        the failed result (an append that joined the last line, then a right append after it,
-        kept the joined line; a right append redone after a wrong check doubled the row)."""
+        retry, so the next attempt edits the original, not the failed result (an append that
+        joined the last line, then a right append after it, kept the joined line; a right
+        append redone after a wrong check doubled the row); when code proved the last attempt
+        wrong, at the subtask's end."""
         ch = self.changes
         if not self.before_dir or ch is None or not (ch.modified or ch.deleted):
             return []
