@@ -376,6 +376,10 @@ class CorrectionSignal(Body):
     failure_class: FailureClass = ""
     what_was_wrong: str = ""
     what_to_do: str = ""
+    # a command code composed that fixes the flaw (write a printed result into the file the goal
+    # names; append a line after a missing newline): the executor runs it through the same gate
+    # and sandbox without asking its model, and the attempt is checked as any other
+    fix_command: str = ""
 
 
 class ApprovalRequest(Body):

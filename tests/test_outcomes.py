@@ -10,8 +10,10 @@ import pytest
 
 from protocol.messages import Criterion, Referent, RunOptions, SubTask, ToolCallRecord
 from services.roles.agentval import AgentValidator
+from services.roles.executor import Executor
 from services.roles.verifier import Verifier
 from services.safety import record, referents
+from services.safety.tools import Toolbox
 
 from test_effector_units import FakeLLM
 from test_law0 import VERIFIERS, no_leftover_copies, result, run  # noqa: F401 (fixture)
@@ -84,6 +86,7 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
     # the correction spells out the command that appends it right, which fixes the file
     todo = j.correction.what_to_do
     assert "reply COMMAND: printf '\\n%s\\n' bread >> groceries.txt ," in todo, todo
+    assert j.correction.fix_command == "printf '\\n%s\\n' bread >> groceries.txt"
     fix = run(settings, todo.split("COMMAND: ", 1)[1].split(" ,", 1)[0])
     j = av.judge(result([fix], "done", attempt=2))
     assert (settings.workspace / "groceries.txt").read_text() == "milk\nbread\n"
@@ -97,14 +100,17 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
 
 
 def test_work_code_proved_wrong_is_put_back_when_the_subtask_ends(settings):
-    # both attempts glue the line: the subtask fails, and the user's file comes back as it was
+    # every attempt glues the line: the subtask fails, and the user's file comes back as it was
     # (a next round starts from it, not from the glued line); the failure reason says so
     (settings.workspace / "groceries.txt").write_text("milk")
     av = validator(settings, "Append the line 'bread' to groceries.txt",
                    {"output_file": "", "command": "echo bread >> groceries.txt"})
     glue = "echo bread >> groceries.txt"
     assert av.judge(result([run(settings, glue)], "done")).kind == "retry"
+    # the last attempt's flaw has a fix code knows: one more attempt, once per subtask
     j = av.judge(result([run(settings, glue)], "done", attempt=2))
+    assert j.kind == "retry" and j.correction.fix_command, j
+    j = av.judge(result([run(settings, glue)], "done", attempt=3))
     assert j.kind == "failed" and "put back as before the work: groceries.txt" in \
         j.outcome.failure_reason, j.outcome.failure_reason
     assert (settings.workspace / "groceries.txt").read_text() == "milk"
@@ -174,8 +180,14 @@ def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(
     assert j.kind == "retry", j
     todo = j.correction.what_to_do
     assert "printf '%s\\n' 3 > lines.txt" in todo, todo
-    j = av.judge(result([run(settings, todo.split("COMMAND: ", 1)[1].split(" ,", 1)[0])], "done",
-                        attempt=2))
+    assert j.correction.fix_command == "printf '%s\\n' 3 > lines.txt", j.correction
+    # the executor runs the fix code composed without asking its model (no reply is queued)
+    llm = FakeLLM(local=True)
+    ex = Executor(av.subtask, llm, Toolbox(settings), settings)
+    fixed = ex.run_attempt(2, j.correction)
+    assert llm.prompts == [] and fixed.status == "completed", fixed
+    assert [c.target for c in fixed.tool_calls] == ["printf '%s\\n' 3 > lines.txt"]
+    j = av.judge(fixed)
     assert (settings.workspace / "lines.txt").read_text() == "3\n"
     assert j.kind == "matched", j
     # a value no command printed is never offered for writing
@@ -183,6 +195,30 @@ def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(
     av = validator(settings, goal, check)
     j = av.judge(result([run(settings, "wc -l < colours.md")], "7"))
     assert j.kind == "retry" and "printf" not in j.correction.what_to_do, j.correction
+
+
+def test_a_fix_code_knows_gets_one_attempt_beyond_the_last(settings):
+    # both attempts printed the count and never wrote the file: the last one's flaw has a fix
+    # code composed, so one more attempt runs it (no model call), once per subtask
+    (settings.workspace / "colours.md").write_text("red\ngreen\nblue\n")
+    goal = "Count the lines of colours.md and write the number to lines.txt"
+    check = {"output_file": "lines.txt", "command": "grep -c '' colours.md"}
+    av = validator(settings, goal, check, "FILE: lines.txt\nPYTHON:\n"
+                   "print(len(open('colours.md').read().splitlines()))")
+    assert av.max_attempts == 2
+    assert av.judge(result([run(settings, "wc -l < colours.md")], "3")).kind == "retry"
+    j = av.judge(result([run(settings, "grep -c '' colours.md")], "3", attempt=2))
+    assert j.kind == "retry" and j.correction.fix_command, j
+    fixed = Executor(av.subtask, FakeLLM(local=True), Toolbox(settings), settings).run_attempt(
+        3, j.correction)
+    j = av.judge(fixed)
+    assert j.kind == "matched" and (settings.workspace / "lines.txt").read_text() == "3\n", j
+    # a flaw without a known fix at the last attempt fails the subtask, as before
+    av = validator(settings, "Count the lines of colours.md and write the number to n.txt",
+                   check)
+    assert av.judge(result([run(settings, "wc -l < colours.md")], "7")).kind == "retry"
+    assert av.judge(result([run(settings, "wc -l < colours.md")], "7", attempt=2)).kind == \
+        "failed"
 
 
 def test_a_first_check_that_prints_the_name_of_the_file_it_counted_agrees(settings):

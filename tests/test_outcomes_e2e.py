@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from replies_effector import all_met, check, result, shell
+from replies_effector import all_met, check, check_program, result, shell
 from replies_pipeline import perception, plan, subtask
 from services.runtime import tasklog
 from test_pipeline_e2e import e2e, new_rid, run_task  # noqa: F401 (the module's daemon fixture)
@@ -94,3 +94,31 @@ def test_the_executor_leaves_the_last_calls_to_the_checks(e2e):
            if ev["kind"] in ("llm_call", "tool_call", "criterion_verdict", "correction")]
     assert final.status == "unverified" and final.answer.strip() == "3", (final.summary, log)
     assert any("wc -l" in c for c in final.checks), final.checks
+
+
+def test_a_result_printed_instead_of_written_is_written_by_the_fix_without_a_model_call(e2e):
+    """The executor printed the count and never wrote the file the goal names: Law 0's
+    correction carries the command that writes it (`fix_command`), the executor runs it through
+    the gate and sandbox without a model call, and the file is then checked like any other —
+    two independent derivations agree, so the task ends verified."""
+    rid = new_rid("fix")
+    src, out = f"colours-{rid}.md", f"lines-{rid}.txt"
+    goal = f"count the lines of {src} and write the number to {out}"
+    (e2e.settings.workspace / src).write_text("red\ngreen\nblue\n")
+    e2e.router.script.executor(goal, shell(f"wc -l < {src}"), result("3"))
+    e2e.router.script.agentval(goal, all_met("written", evidence="wc printed 3"),
+                               all_met("written", evidence="printf wrote 3"))
+    e2e.router.script.verifier(goal, check(f"grep -c '' {src}", out),
+                               check_program(f"print(len(open({src!r}).read().splitlines()))",
+                                             out))
+    e2e.llm.add("perceiver", perception(goal), task=rid)
+    e2e.llm.add("planner", plan(subtask(goal, ["written"])), task=rid)
+    final = run_task(e2e, rid, goal)
+    log = list(tasklog.read(e2e.settings.tasks_dir, rid))
+    roles = [ev["role"] for ev in log if ev["kind"] == "llm_call"]
+    fixes = [ev for ev in log if ev["kind"] == "tool_call" and ev.get("by")]
+    assert (e2e.settings.workspace / out).read_text() == "3\n"
+    assert [ev["tool_input"]["command"] for ev in fixes] == [f"printf '%s\\n' 3 > {out}"], fixes
+    assert roles.count("executor") == 2, roles       # the shell step and the answer; no third
+    assert final.status == "verified", (final.summary, final.checks)
+    assert out in final.answer and "printf" not in final.answer, final.answer

@@ -153,6 +153,7 @@ class AgentValidator:
         self.criteria: list[Criterion] = list(subtask.success_criteria) or [
             Criterion(text=subtask.intent, mode="verifiable")]
         self.max_attempts = max(1, settings.validator_max_attempts)
+        self.code_fixed = False        # one attempt that only runs a fix code composed was granted
         self.local = local = bool(getattr(llm, "local", False))
         self.record_budget = (1500 if local else 2 * settings.tool_output_chars)
         self.records: list[tuple[int, ToolCallRecord]] = []   # (attempt, record), all attempts
@@ -259,7 +260,14 @@ class AgentValidator:
         if reply is not None and reply.verdict.strip().lower() == "failed" and \
                 all(v.failure_class == "environmental" for v in unmet):
             return self._final("failed", f"validator: {reply.what_was_wrong or 'cannot be done'}")
-        if attempt < self.max_attempts:
+        fix = law0.fix if law0 is not None and law0.kind == "failed" else ""
+        if fix and attempt >= self.max_attempts and not self.code_fixed:
+            # a flaw code knows the fix of costs no model call to mend: the executor runs the
+            # fix as one more attempt, judged as any other (once per subtask)
+            self.code_fixed = True
+        elif attempt >= self.max_attempts:
+            fix = ""
+        if attempt < self.max_attempts or fix:
             first = unmet[0]
             wrong = (law0.what_was_wrong if law0 is not None and law0.kind == "failed" else
                      reply.what_was_wrong if reply and reply.what_was_wrong else
@@ -276,11 +284,11 @@ class AgentValidator:
             correction = CorrectionSignal(
                 task_id=self.task_id, subtask_id=self.subtask.subtask_id, attempt_number=attempt,
                 failed_criterion=first.criterion, failure_class=first.failure_class,
-                what_was_wrong=wrong, what_to_do=todo)
+                what_was_wrong=wrong, what_to_do=todo, fix_command=fix)
             tasklog.append(self.settings.tasks_dir, self.task_id, "correction",
                            subtask_id=self.subtask.subtask_id, attempt=attempt,
                            what_was_wrong=correction.what_was_wrong,
-                           what_to_do=correction.what_to_do)
+                           what_to_do=correction.what_to_do, fix_command=fix or None)
             return Judgement("retry", correction=correction)
         last_issue = (law0.evidence if law0 is not None and law0.kind == "failed" else
                       reply.what_was_wrong if reply and reply.what_was_wrong

@@ -443,6 +443,32 @@ class Executor:
                        output=found[1])
         return found
 
+    def _run_fix(self, attempt: int, correction: Optional[CorrectionSignal],
+                 calls: list[ToolCallRecord]) -> Optional[tuple[str, str]]:
+        """Run the fix code composed for the last attempt's flaw (`fix_command`: write the
+        printed result into the file, append after the missing newline) as this attempt's first
+        call, through the same journal, gate and sandbox, without a model call: the model, told
+        the exact command, copied it at best and spent a call of the task's budget doing so.
+        (status, output) when it ran clean; None to go on with the model (it still sees the
+        correction, and a failed fix's output)."""
+        fix = (correction.fix_command or "").strip() if correction is not None else ""
+        if not fix:
+            return None
+        args = {"command": fix}
+        sig = signature("shell", args)
+        record = self._run_once(attempt, 0, "shell", args, sig)
+        calls.append(record)
+        self.history.append(record)
+        tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call",
+                       subtask_id=self.subtask.subtask_id, attempt=attempt, turn=0,
+                       tool="shell", tool_input=args, tool_output=record.output[:500],
+                       tool_error=record.error, law1=record.law1 or None,
+                       law1_class=record.law1_class or None, elapsed_ms=record.elapsed_ms,
+                       by="code: the correction's fix")
+        if record.error or record.law1:
+            return None
+        return ("completed", record.output)     # R4a says what changed, as after any write
+
     def _python_first(self) -> bool:
         """The form the local model is asked for first: after a rejected attempt the other one
         (a different first prompt, not the same command again); else PYTHON: when the task reads
@@ -561,6 +587,9 @@ class Executor:
                                    attempt=attempt, status=status, output=bound_output(output),
                                    uncertainty=uncertainty, tool_calls=list(calls))
 
+        fixed = self._run_fix(attempt, correction, calls)
+        if fixed is not None:
+            return result(*fixed)
         for turn in range(1, self.max_turns + 1):
             prompt = self.user_prompt(correction, calls, notes)
             notes = []

@@ -26,6 +26,7 @@ class Law0Report:
     doubts: list[str] = field(default_factory=list)        # agreement that was not independent
     void: bool = False                  # the agreement is no evidence at all: the check used the
                                         # executor's own method, or the executor saw its output
+    fix: str = ""                       # the command code knows fixes the flaw (CorrectionSignal)
 
 
 def answer_text(output: Any) -> str:
@@ -64,9 +65,12 @@ def record_flaw(subtask: SubTask, goal: str, workspace: str, result: ExecutionRe
         # contradicted by the record: the deliverable is simply missing
         missing = record.undelivered(refs, workspace, goal)
         if missing:
+            file, fix = _write_out(missing, refs, answer, records, goal)
+            todo = (f"your command printed the result but did not write it to {file}: write "
+                    f"it there: reply COMMAND: {fix} , then cat {file}") if fix else \
+                "make what the goal asks for with a tool call, then show it (cat or ls)"
             return Law0Report("failed", "; ".join(missing), what_was_wrong="; ".join(missing),
-                              answer=answer, what_to_do=_deliver(missing, refs, answer, records,
-                                                                 goal))
+                              answer=answer, what_to_do=todo, fix=fix)
     found = record.found_things(refs) if claims_none else []
     if found:
         where = "; ".join(f"{r.text!r} occurs in {', '.join(r.where[:3])}" for r in found)
@@ -77,12 +81,12 @@ def record_flaw(subtask: SubTask, goal: str, workspace: str, result: ExecutionRe
     return None
 
 
-def _deliver(missing: list[str], refs: list, answer: str, records: list[ToolCallRecord],
-             goal: str) -> str:
-    """What to do about a file the goal makes that is missing or empty. When the attempt
-    printed its result instead (a short answer whose every value a successful command printed),
-    the command that writes it there: the small model, told only to "make" the file, runs the
-    same printing command again."""
+def _write_out(missing: list[str], refs: list, answer: str, records: list[ToolCallRecord],
+               goal: str) -> tuple[str, str]:
+    """The one file the goal makes, left missing or empty, and the command that writes the
+    result there, when the attempt printed its result instead (a short answer whose every value
+    a successful command printed); else ("", ""). The small model, told only to "make" the file,
+    ran the same printing command again; the executor now runs this one without its model."""
     files = [r.text for r in refs if r.role == "create" and r.kind == "file" and
              any(m.startswith(f"the file {r.text} ") for m in missing)]
     printed = [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")
@@ -91,7 +95,5 @@ def _deliver(missing: list[str], refs: list, answer: str, records: list[ToolCall
     if len(files) == 1 and len(missing) == 1 and ev.answer_values(text) and \
             len(text) <= 1000 and text.count("\n") < 10 and not text.startswith("[") and \
             not ev.unsupported_values(text, printed, goal):
-        return (f"your command printed the result but did not write it to {files[0]}: write "
-                f"it there: reply COMMAND: {record.write_out(files[0], text)} , then cat "
-                f"{files[0]}")
-    return "make what the goal asks for with a tool call, then show it (cat or ls)"
+        return files[0], record.write_out(files[0], text)
+    return "", ""

@@ -500,7 +500,9 @@ class Verifier:
             if joined:
                 said = "; ".join(g.message for g in joined)
                 flaw = Law0Report("failed", said, what_was_wrong=said, answer=answer,
-                                  what_to_do="; ".join(g.fix() for g in joined))
+                                  what_to_do="; ".join(g.fix() for g in joined),
+                                  fix=" && ".join(g.command() for g in joined)
+                                  if all(g.command() for g in joined) else "")
         if flaw is not None:
             flaw.checks = checks + flaw.checks
             return flaw

@@ -157,16 +157,23 @@ class Glued(NamedTuple):
     message: str
     added: str          # all the work appended after the old last line
 
-    def fix(self) -> str:
-        """What to do on the file as it was (a retry starts from it): the newline first, then
-        the text — spelt out as one command when the text is one short line, which a small
-        model copies where it does not act on "put a newline before it"."""
+    def command(self) -> str:
+        """The command that appends the text right on the file as it was (a retry starts from
+        it), when the text is one short line; else ""."""
         line = self.added.rstrip("\r\n")
         if not line or "\n" in line or "\r" in line or len(line) > 200:
+            return ""
+        return f"printf '\\n%s\\n' {shlex.quote(line)} >> {shlex.quote(self.path)}"
+
+    def fix(self) -> str:
+        """What to do: the newline first, then the text — spelt out as one command where code
+        knows it, which a small model copies where it does not act on "put a newline before
+        it" (and which the executor runs without its model: CorrectionSignal.fix_command)."""
+        command = self.command()
+        if not command:
             return "put a newline between the old last line and the new text (or write the " \
                    "whole file again), then cat the file"
-        return (f"add a newline before the new text: reply COMMAND: printf '\\n%s\\n' "
-                f"{shlex.quote(line)} >> {shlex.quote(self.path)} , then cat "
+        return (f"add a newline before the new text: reply COMMAND: {command} , then cat "
                 f"{shlex.quote(self.path)}")
 
 
