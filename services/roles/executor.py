@@ -459,15 +459,20 @@ class Executor:
         record = self._run_once(attempt, 0, "shell", args, sig)
         calls.append(record)
         self.history.append(record)
-        tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call",
-                       subtask_id=self.subtask.subtask_id, attempt=attempt, turn=0,
-                       tool="shell", tool_input=args, tool_output=record.output[:500],
-                       tool_error=record.error, law1=record.law1 or None,
-                       law1_class=record.law1_class or None, elapsed_ms=record.elapsed_ms,
-                       by="code: the correction's fix")
+        self._log_call(attempt, 0, "shell", args, record, by="code: the correction's fix")
         if record.error or record.law1:
             return None
         return ("completed", record.output)     # R4a says what changed, as after any write
+
+    def _log_call(self, attempt: int, turn: int, tool: str, args: dict[str, Any],
+                  record: ToolCallRecord, **extra: Any) -> None:
+        tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call",
+                       subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
+                       tool=tool, tool_input=args, tool_output=record.output[:500],
+                       tool_error=record.error, law1=record.law1 or None,
+                       law1_class=record.law1_class or None, elapsed_ms=record.elapsed_ms,
+                       server=record.server or None, result_digest=record.digest or None,
+                       **extra)
 
     def _python_first(self) -> bool:
         """The form the local model is asked for first: after a rejected attempt the other one
@@ -675,12 +680,7 @@ class Executor:
                 record = self._run_once(attempt, turn, tool, args, sig)
             calls.append(record)
             self.history.append(record)
-            tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call",
-                           subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
-                           tool=tool, tool_input=args, tool_output=record.output[:500],
-                           tool_error=record.error, law1=record.law1 or None,
-                           law1_class=record.law1_class or None, elapsed_ms=record.elapsed_ms,
-                           server=record.server or None, result_digest=record.digest or None)
+            self._log_call(attempt, turn, tool, args, record)
             if self.local and _flattened_program(record):
                 notes.append("YOUR `python3 -c` COMMAND IS NOT VALID PYTHON: its statements are "
                              "on one line. Reply PYTHON: and put the program on its own lines "
