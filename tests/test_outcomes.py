@@ -190,11 +190,16 @@ def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(
     j = av.judge(fixed)
     assert (settings.workspace / "lines.txt").read_text() == "3\n"
     assert j.kind == "matched", j
-    # a value no command printed is never offered for writing
+    # a value no command printed is never offered for writing, nor the goal's own words (an
+    # answer that names the deliverable is no result: dev copy-into-new-folder at ea1ad81)
     (settings.workspace / "lines.txt").unlink()
     av = validator(settings, goal, check)
     j = av.judge(result([run(settings, "wc -l < colours.md")], "7"))
     assert j.kind == "retry" and "printf" not in j.correction.what_to_do, j.correction
+    assert j.correction.fix_command == ""
+    j = av.judge(result([run(settings, "cat colours.md")], "lines.txt", attempt=2))
+    assert j.correction is None or j.correction.fix_command == "", j.correction
+    assert j.kind == "failed" and not (settings.workspace / "lines.txt").exists(), j
 
 
 def test_a_fix_code_knows_gets_one_attempt_beyond_the_last(settings):
@@ -266,6 +271,26 @@ def test_nothing_found_for_what_the_workspace_holds_is_not_done(settings):
     grep = run(settings, "grep -i 'low  space' server.log")
     j = av.judge(result([grep], "nothing found", status="not_possible"))
     assert j.kind == "retry" and "server.log" in j.correction.what_was_wrong
+
+
+def test_a_longer_name_the_goal_itself_names_is_no_near_match(settings):
+    # "Back up … as backup/todo.txt": `back` is no word of the workspace, and the work reads
+    # `backup` — which the goal names too, so it read what the goal names (dev
+    # copy-into-new-folder at ea1ad81 was failed for reading 'backup' instead of 'back')
+    (settings.workspace / "notes").mkdir()
+    (settings.workspace / "notes" / "todo.txt").write_text("buy milk\n")
+    (settings.workspace / "backup").mkdir()        # an earlier round's work
+    (settings.workspace / "backup" / "todo.txt").write_text("backup/todo.txt\n")
+    goal = "Back up notes/todo.txt as backup/todo.txt (the backup folder doesn't exist yet)."
+    refs = referents.resolve(goal, str(settings.workspace))
+    assert referents.misread(refs, ["cp notes/todo.txt backup/todo.txt"], goal=goal,
+                             root=str(settings.workspace)) == []
+    # a longer name the goal does not name is still a near match of its word
+    (settings.workspace / "ratings.csv").write_text("ratings_count\n3\n")
+    goal = "What is the average rating in ratings.csv?"
+    refs = referents.resolve(goal, str(settings.workspace))
+    assert referents.misread(refs, ["awk -F, '{print $ratings_count}' ratings.csv"], goal=goal,
+                             root=str(settings.workspace)), refs
 
 
 def test_work_that_read_a_sibling_of_the_named_file_is_not_done(settings):

@@ -65,7 +65,7 @@ def record_flaw(subtask: SubTask, goal: str, workspace: str, result: ExecutionRe
         # contradicted by the record: the deliverable is simply missing
         missing = record.undelivered(refs, workspace, goal)
         if missing:
-            file, fix = _write_out(missing, refs, answer, records, goal)
+            file, fix = _write_out(missing, refs, answer, records)
             todo = (f"your command printed the result but did not write it to {file}: write "
                     f"it there: reply COMMAND: {fix} , then cat {file}") if fix else \
                 "make what the goal asks for with a tool call, then show it (cat or ls)"
@@ -81,8 +81,8 @@ def record_flaw(subtask: SubTask, goal: str, workspace: str, result: ExecutionRe
     return None
 
 
-def _write_out(missing: list[str], refs: list, answer: str, records: list[ToolCallRecord],
-               goal: str) -> tuple[str, str]:
+def _write_out(missing: list[str], refs: list, answer: str, records: list[ToolCallRecord]
+               ) -> tuple[str, str]:
     """The one file the goal makes, left missing or empty, and the command that writes the
     result there, when the attempt printed its result instead (a short answer whose every value
     a successful command printed); else ("", ""). The small model, told only to "make" the file,
@@ -92,8 +92,10 @@ def _write_out(missing: list[str], refs: list, answer: str, records: list[ToolCa
     printed = [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")
                for r in records if not r.error and r.output]
     text = answer.strip()
+    # every value printed by a command, not merely in the goal's words: code runs this write,
+    # and an answer that only names the deliverable ("backup/todo.txt") is no result to write
     if len(files) == 1 and len(missing) == 1 and ev.answer_values(text) and \
             len(text) <= 1000 and text.count("\n") < 10 and not text.startswith("[") and \
-            not ev.unsupported_values(text, printed, goal):
+            not ev.unsupported_values(text, printed, ""):
         return files[0], record.write_out(files[0], text)
     return "", ""

@@ -530,7 +530,10 @@ def misread(refs: Iterable[Referent], commands: Iterable[str], *, goal: str = ""
         absent = [t for t in absent_terms(goal, root) if len(t) >= 4 and
                   re.fullmatch(r"[\w-]+", t) and t not in labelled]
         if absent:
-            words = workspace_words(root)
+            # a longer name the goal itself names is what the goal names ("Back up … as
+            # backup/todo.txt" reads `backup`), not a near match of its word
+            words = workspace_words(root) - {w.lower() for w in re.findall(r"[A-Za-z0-9_]+",
+                                                                           goal)}
             read = {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", text)} & words
             out += [f"the goal names {t!r}, which the workspace lacks, and the work read {w!r} "
                     f"instead" for t in absent for w in sorted(read) if t in w and len(w) > len(t)]
