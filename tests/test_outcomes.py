@@ -422,3 +422,30 @@ def test_a_value_read_from_the_named_file_the_prompt_showed_whole_is_no_value_fr
     av = validator(settings, goal, first, second)
     j = av.judge(result([crash], "9090"))
     assert j.kind == "retry" and "no tool output" in j.correction.what_was_wrong
+
+
+def test_the_gates_approval_note_is_no_answer(settings):
+    # a delete approved by --yes prints nothing; the gate's note before it ("[approved by --yes;
+    # undo copy kept …]") was taken for the one line the command printed, and became the answer
+    # the user saw (dev delete-empty-files at ea1ad81); what changed is said instead
+    from protocol.messages import Criterion, RunOptions, SubTask
+    from services.roles.law0report import SILENT_WRITE
+    from services.safety import law1
+    from services.safety.tools import approval_note
+    (settings.workspace / "tmp").mkdir()
+    (settings.workspace / "tmp" / "empty.log").write_text("")
+    (settings.workspace / "tmp" / "full.log").write_text("x\n")
+    goal = "Delete every empty file in the tmp folder"
+    st = SubTask(subtask_id="st-1", parent_task_id="run-out", intent=goal, goal=goal,
+                 success_criteria=[Criterion(text="deleted")], options=RunOptions())
+    yes = Toolbox(settings, approve=lambda **_: law1.Decision(True, "--yes", "pre-approved"))
+    done = Executor(st, FakeLLM("COMMAND: find tmp -type f -empty -delete", local=True), yes,
+                    settings).run_attempt(1)
+    assert "[approved by --yes" in done.tool_calls[0].output, done.tool_calls
+    assert done.output == SILENT_WRITE, done.output
+    assert not (settings.workspace / "tmp" / "empty.log").exists()
+    assert approval_note("[approved by --yes; undo copy kept for 1 path(s)]")
+    assert not approval_note("[1, 2]") and not approval_note("approved by --yes")
+    # R4a then says what changed: the placeholder is no answer of its own
+    from services.roles.filecheck import raw
+    assert raw(SILENT_WRITE, [])

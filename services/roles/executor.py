@@ -23,13 +23,14 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from protocol.messages import CorrectionSignal, ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
+from services.roles.law0report import SILENT_WRITE
 from services.roles.programs import (PYTHON_PREFIX, names_data_file, python_code,
                                      python_command)
 from services.runtime import tasklog, telemetry, world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import BudgetSpent, LLMError
 from services.safety import evidence, mcp, overview, referents
-from services.safety.tools import TOOL_SPECS, Toolbox, head_tail
+from services.safety.tools import TOOL_SPECS, Toolbox, approval_note, head_tail
 
 log = logging.getLogger("artoo.executor")
 
@@ -427,13 +428,13 @@ class Executor:
         if record.law1 or (record.error and not evidence.no_match(record.error)):
             return None
         printed = [ln.strip() for ln in (record.output or "").splitlines()
-                   if ln.strip() and ln.strip() != "(no output)"]
+                   if ln.strip() and ln.strip() != "(no output)" and not approval_note(ln)]
         if len(printed) > 1 or (printed and len(printed[0]) > 120):
             return None
         if printed:
             found = ("completed", printed[0])
         elif changed:
-            found = ("completed", "done (the command printed nothing)")
+            found = ("completed", SILENT_WRITE)
         elif evidence.asks_to_change(f"{self.subtask.goal}\n{self.subtask.intent}"):
             found = ("uncertain", "the command printed nothing and changed no file")
         else:

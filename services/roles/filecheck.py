@@ -13,7 +13,7 @@ from services.safety import evidence as ev
 from services.safety.tools import head_tail
 from . import rounds
 from .confirm import _outputs, _state
-from .law0report import Law0Report
+from .law0report import SILENT_WRITE, Law0Report
 
 if TYPE_CHECKING:
     from .verifier import DerivedCheck
@@ -168,4 +168,5 @@ def void(report: Law0Report, why: str) -> None:
 def raw(answer: str, records: list[ToolCallRecord]) -> bool:
     """An answer that is nothing but a tool's output (or nothing at all)."""
     text = (answer or "").strip()
-    return ev.is_absence(text) or any(text == (r.output or "").strip() for r in records)
+    return ev.is_absence(text) or text == SILENT_WRITE or any(
+        text == (r.output or "").strip() for r in records)

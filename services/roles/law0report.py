@@ -12,6 +12,11 @@ from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from services.safety import evidence as ev, record
 
 
+# the executor's result after a clean command that changed files and printed nothing: no answer
+# of its own (R4a then says what changed)
+SILENT_WRITE = "done (the command printed nothing)"
+
+
 @dataclass
 class Law0Report:
     kind: Literal["verified", "unverified", "not_possible", "failed"]

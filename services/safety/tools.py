@@ -103,6 +103,15 @@ class ToolRefused(Exception):
 Approve = Callable[..., law1.Decision]
 
 
+_APPROVAL_NOTE = re.compile(r"\[approved by [^\n\]]*\]")
+
+
+def approval_note(line: str) -> bool:
+    """A line the gate put before a command's output ("[approved by --yes; undo copy kept for 1
+    path(s)]"): the runtime's words, not something the command printed."""
+    return bool(_APPROVAL_NOTE.fullmatch(line.strip()))
+
+
 def head_tail(text: str, limit: int) -> str:
     """Keep the first third and the last two thirds of `limit` characters, with a marker
     saying how much of the middle was cut (characters, never bytes: no split code points)."""
