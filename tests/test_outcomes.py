@@ -285,6 +285,13 @@ def test_a_longer_name_the_goal_itself_names_is_no_near_match(settings):
     refs = referents.resolve(goal, str(settings.workspace))
     assert referents.misread(refs, ["cp notes/todo.txt backup/todo.txt"], goal=goal,
                              root=str(settings.workspace)) == []
+    # nor is a name made of the goal's words (dev failed-login-days at ea1ad81: "failed login
+    # attempts" reading LOGIN_FAILED was failed as a misread of 'login')
+    (settings.workspace / "auth.log").write_text("2024-05-01T10:00:00 LOGIN_FAILED user=ann\n")
+    goal = "Write the days with a failed login attempt in auth.log to failed_days.txt"
+    refs = referents.resolve(goal, str(settings.workspace))
+    assert referents.misread(refs, ["grep LOGIN_FAILED auth.log | cut -c1-10"], goal=goal,
+                             root=str(settings.workspace)) == []
     # a longer name the goal does not name is still a near match of its word
     (settings.workspace / "ratings.csv").write_text("ratings_count\n3\n")
     goal = "What is the average rating in ratings.csv?"

@@ -531,9 +531,11 @@ def misread(refs: Iterable[Referent], commands: Iterable[str], *, goal: str = ""
                   re.fullmatch(r"[\w-]+", t) and t not in labelled]
         if absent:
             # a longer name the goal itself names is what the goal names ("Back up … as
-            # backup/todo.txt" reads `backup`), not a near match of its word
-            words = workspace_words(root) - {w.lower() for w in re.findall(r"[A-Za-z0-9_]+",
-                                                                           goal)}
+            # backup/todo.txt" reads `backup`; "failed login attempts" reads `LOGIN_FAILED`, each
+            # part a word of the goal), not a near match of one of its words
+            said = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", goal)}
+            words = {w for w in workspace_words(root)
+                     if not set(filter(None, re.split(r"[_-]+", w))) <= said}
             read = {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", text)} & words
             out += [f"the goal names {t!r}, which the workspace lacks, and the work read {w!r} "
                     f"instead" for t in absent for w in sorted(read) if t in w and len(w) > len(t)]
