@@ -168,14 +168,21 @@ def test_what_an_earlier_rounds_check_derived_still_contradicts_the_answer(setti
     assert j.kind == "matched" and not j.outcome.verified, j
 
 
+COLOURS_GOAL = "Count the lines of colours.md and write the number to lines.txt"
+COLOURS_CHECK = {"output_file": "lines.txt", "command": "grep -c '' colours.md"}
+
+
+def colours_validator(settings):
+    """R4a on "count the lines of colours.md into lines.txt", with both derivations scripted."""
+    (settings.workspace / "colours.md").write_text("red\ngreen\nblue\n")
+    return validator(settings, COLOURS_GOAL, COLOURS_CHECK, "FILE: lines.txt\nPYTHON:\n"
+                     "print(len(open('colours.md').read().splitlines()))")
+
+
 def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(settings):
     # the executor printed the right count and never wrote the file: the correction gives the
     # command that writes what it printed, and the file it writes is then checked as any other
-    (settings.workspace / "colours.md").write_text("red\ngreen\nblue\n")
-    goal = "Count the lines of colours.md and write the number to lines.txt"
-    check = {"output_file": "lines.txt", "command": "grep -c '' colours.md"}
-    av = validator(settings, goal, check, "FILE: lines.txt\nPYTHON:\n"
-                   "print(len(open('colours.md').read().splitlines()))")
+    av = colours_validator(settings)
     j = av.judge(result([run(settings, "wc -l < colours.md")], "3"))
     assert j.kind == "retry", j
     todo = j.correction.what_to_do
@@ -193,7 +200,7 @@ def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(
     # a value no command printed is never offered for writing, nor the goal's own words (an
     # answer that names the deliverable is no result: dev copy-into-new-folder at ea1ad81)
     (settings.workspace / "lines.txt").unlink()
-    av = validator(settings, goal, check)
+    av = validator(settings, COLOURS_GOAL, COLOURS_CHECK)
     j = av.judge(result([run(settings, "wc -l < colours.md")], "7"))
     assert j.kind == "retry" and "printf" not in j.correction.what_to_do, j.correction
     assert j.correction.fix_command == ""
@@ -205,11 +212,7 @@ def test_a_result_printed_instead_of_written_is_told_the_command_that_writes_it(
 def test_a_fix_code_knows_gets_one_attempt_beyond_the_last(settings):
     # both attempts printed the count and never wrote the file: the last one's flaw has a fix
     # code composed, so one more attempt runs it (no model call), once per subtask
-    (settings.workspace / "colours.md").write_text("red\ngreen\nblue\n")
-    goal = "Count the lines of colours.md and write the number to lines.txt"
-    check = {"output_file": "lines.txt", "command": "grep -c '' colours.md"}
-    av = validator(settings, goal, check, "FILE: lines.txt\nPYTHON:\n"
-                   "print(len(open('colours.md').read().splitlines()))")
+    av = colours_validator(settings)
     assert av.max_attempts == 2
     assert av.judge(result([run(settings, "wc -l < colours.md")], "3")).kind == "retry"
     j = av.judge(result([run(settings, "grep -c '' colours.md")], "3", attempt=2))
@@ -220,7 +223,7 @@ def test_a_fix_code_knows_gets_one_attempt_beyond_the_last(settings):
     assert j.kind == "matched" and (settings.workspace / "lines.txt").read_text() == "3\n", j
     # a flaw without a known fix at the last attempt fails the subtask, as before
     av = validator(settings, "Count the lines of colours.md and write the number to n.txt",
-                   check)
+                   COLOURS_CHECK)
     assert av.judge(result([run(settings, "wc -l < colours.md")], "7")).kind == "retry"
     assert av.judge(result([run(settings, "wc -l < colours.md")], "7", attempt=2)).kind == \
         "failed"
