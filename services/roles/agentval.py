@@ -261,13 +261,11 @@ class AgentValidator:
                 all(v.failure_class == "environmental" for v in unmet):
             return self._final("failed", f"validator: {reply.what_was_wrong or 'cannot be done'}")
         fix = law0.fix if law0 is not None and law0.kind == "failed" else ""
-        if fix and attempt >= self.max_attempts and not self.code_fixed:
-            # a flaw code knows the fix of costs no model call to mend: the executor runs the
-            # fix as one more attempt, judged as any other (once per subtask)
-            self.code_fixed = True
-        elif attempt >= self.max_attempts:
-            fix = ""
-        if attempt < self.max_attempts or fix:
+        # a flaw code knows the fix of costs no model call to mend: past the last attempt the
+        # executor still runs the fix as one more attempt, judged as any other (once per subtask)
+        extra = bool(fix) and attempt >= self.max_attempts and not self.code_fixed
+        if attempt < self.max_attempts or extra:
+            self.code_fixed |= extra
             first = unmet[0]
             wrong = (law0.what_was_wrong if law0 is not None and law0.kind == "failed" else
                      reply.what_was_wrong if reply and reply.what_was_wrong else

@@ -499,10 +499,10 @@ class Verifier:
             joined = record.glued(self.before_dir, self.workspace, changes.modified)
             if joined:
                 said = "; ".join(g.message for g in joined)
+                commands = [g.command() for g in joined]
                 flaw = Law0Report("failed", said, what_was_wrong=said, answer=answer,
                                   what_to_do="; ".join(g.fix() for g in joined),
-                                  fix=" && ".join(g.command() for g in joined)
-                                  if all(g.command() for g in joined) else "")
+                                  fix=" && ".join(commands) if all(commands) else "")
         if flaw is not None:
             flaw.checks = checks + flaw.checks
             return flaw
