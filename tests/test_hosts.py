@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import zmq.auth
@@ -13,6 +18,8 @@ from protocol import curve
 from protocol.settings import load_settings, parse_hostport, parse_instances, read_host_file, \
     tcp_endpoint, write_host_file
 from services.runtime import daemon
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_host_port_syntax():
@@ -116,3 +123,31 @@ def test_an_invitation_carries_the_server_key_and_bus_key(artoo_env, tmp_path):
     invitation.write_text(json.dumps({"server_key": "short"}))
     with pytest.raises(curve.CurveError, match="not a CURVE public key"):
         curve.accept_invitation(worker, invitation)
+
+
+def test_the_printed_allow_command_works_for_a_key_that_looks_like_an_option(artoo_env, tmp_path):
+    """Z85 keys may begin with '-' and hold shell characters ('!', '$', '&'): the hint `keys accept`
+    prints must run as printed, and `keys allow` must take such a key without `--`."""
+    main = load_settings()
+    main.ensure_dirs()
+    invitation = tmp_path / "invite.json"
+    curve.write_invitation(main, invitation, None)
+    worker_env = {**os.environ, "ARTOO_CURVE_DIR": str(tmp_path / "wcurve"),
+                  "ARTOO_BUS_JOIN": "10.0.0.1:5550",
+                  "ARTOO_HOST_NAME": "w1"}
+    cli = [sys.executable, "-m", "services.cli"]
+    accepted = subprocess.run([*cli, "keys", "accept", str(invitation)], env=worker_env,
+                              cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert accepted.returncode == 0, accepted.stderr
+    hint = accepted.stdout.split("On the main host: ")[1].strip()
+    public = accepted.stdout.split("public key: ")[1].split()[0]
+    run = subprocess.run(["bash", "-c", hint.replace("artoo", shlex.join(cli), 1)], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert zmq.auth.load_certificate(curve.authorized_dir(main) / "w1.key")[0].decode() == public
+    dashed = next(k for k in iter(lambda: zmq.curve_keypair()[0].decode(), None)
+                  if k.startswith("-"))
+    run = subprocess.run([*cli, "keys", "allow", "w2", dashed], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "w2 allowed" in run.stdout

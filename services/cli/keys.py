@@ -7,6 +7,7 @@ whose key is not allowed is refused by the proxy and counted (`artoo status`, CU
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
@@ -62,14 +63,16 @@ def accept(invitation: Path) -> None:
     except (OSError, curve.CurveError, signing.BusKeyError) as exc:
         fail(str(exc), 1)
     click.echo(f"this host's public key: {public}\n"
-               f"On the main host: artoo keys allow {settings.host} {public}")
+               f"On the main host: artoo keys allow {settings.host} -- {shlex.quote(public)}")
 
 
-@keys.command()
+@keys.command(context_settings={"ignore_unknown_options": True})
 @click.argument("name")
 @click.argument("public_key")
 def allow(name: str, public_key: str) -> None:
-    """Main host: admit the host NAME with PUBLIC_KEY (takes effect without a restart)."""
+    """Main host: admit the host NAME with PUBLIC_KEY (takes effect without a restart).
+
+    A Z85 key may begin with '-': it is taken as the key, not as an option."""
     settings = _settings()
     try:
         path = curve.allow(settings, name, public_key)
