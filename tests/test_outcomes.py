@@ -168,6 +168,52 @@ def test_what_an_earlier_rounds_check_derived_still_contradicts_the_answer(setti
     assert j.kind == "matched" and not j.outcome.verified, j
 
 
+SPENDER_GOAL = "Which customer in orders.csv spent the most in total?"
+# a wrong first check: the largest single order, not the largest total
+SPENDER_WRONG = {"output_file": "", "command": "sort -t, -k2 -n orders.csv | tail -1 | cut -d, -f1"}
+SPENDER_PY = ("python3 -c 'import csv, collections\nt = collections.Counter()\n"
+              "for r in csv.DictReader(open(\"orders.csv\")): t[r[\"customer\"]] += "
+              "float(r[\"amount\"])\nprint(t.most_common(1)[0][0])'")
+SPENDER_AWK = "awk -F, 'NR > 1 {t[$1] += $2} END {for (c in t) print t[c] \"\\t\" c}' " \
+              "orders.csv | sort -n | tail -1 | cut -f2"
+
+
+@pytest.mark.parametrize("second, kind", [
+    ("FILE: none\nSQL: SELECT customer FROM orders GROUP BY customer ORDER BY SUM(amount) DESC "
+     "LIMIT 1", "matched"),
+    ("FILE: none\nSQL: SELECT customer FROM orders ORDER BY amount DESC LIMIT 1", "failed")])
+def test_an_answer_the_executor_stands_by_against_one_check_is_decided_by_another(
+        settings, second, kind):
+    # dev biggest-spender at ea1ad81: the executor derived the right name twice, by two
+    # programs, and one wrong first check failed both. The same answer derived again after the
+    # correction showed that check is a second derivation against one: a check in the other
+    # form decides. It agrees: done, never verified (the checks disagree). It sides with the
+    # first check: the failure stands.
+    (settings.workspace / "orders.csv").write_text(
+        "customer,amount\nHannah Weber,60\nBob Stone,100\nHannah Weber,70\nCara Lind,20\n")
+    av = validator(settings, SPENDER_GOAL, SPENDER_WRONG, second)
+    j = av.judge(result([run(settings, SPENDER_PY)], "Hannah Weber"))
+    assert j.kind == "retry" and "Bob Stone" in j.correction.what_was_wrong, j
+    j = av.judge(result([run(settings, SPENDER_AWK)], "Hannah Weber", attempt=2))
+    assert j.kind == kind, j
+    assert not j.outcome.verified
+    if kind == "matched":
+        assert "the checks disagree" in str(av.law0.unverified), av.law0
+    else:
+        assert "a second check in the other form printed: Bob Stone" in av.law0.evidence, av.law0
+
+
+def test_a_repeated_answer_copied_from_nothing_new_is_not_a_second_derivation(settings):
+    # the answer again, but this attempt ran no command of its own that prints it: no third
+    # check is asked (no derivation left to script), and the failure stands
+    (settings.workspace / "orders.csv").write_text(
+        "customer,amount\nHannah Weber,60\nBob Stone,100\nHannah Weber,70\nCara Lind,20\n")
+    av = validator(settings, SPENDER_GOAL, SPENDER_WRONG)
+    assert av.judge(result([run(settings, SPENDER_PY)], "Hannah Weber")).kind == "retry"
+    j = av.judge(result([run(settings, "cat orders.csv")], "Hannah Weber", attempt=2))
+    assert j.kind == "failed" and not j.outcome.verified, j
+
+
 COLOURS_GOAL = "Count the lines of colours.md and write the number to lines.txt"
 COLOURS_CHECK = {"output_file": "lines.txt", "command": "grep -c '' colours.md"}
 
