@@ -99,6 +99,30 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
     assert record.glued(str(settings.workspace), str(settings.workspace), ["g2.txt"]) == []
 
 
+def test_a_check_that_joins_a_line_is_no_check_of_work_that_did_not(settings):
+    # dev append-user-row at 1f62037: the executor added the row after a newline, right; the
+    # check's program appended onto the last line ("viewerusername,…") and failed the right
+    # file, which was undone. The slip code rejects in the work makes a check no check: one in
+    # the other form stands in for it, and confirms the file
+    (settings.workspace / "groceries.txt").write_text("milk\neggs")
+    goal = "Add bread as a new line at the end of groceries.txt"
+    glues = "FILE: {0}\nPYTHON:\nopen('{0}', 'a').write('bread\\n')"
+    av = validator(settings, goal, glues.format("groceries.txt"),
+                   {"output_file": "groceries.txt", "command": "cat groceries.txt; echo; echo bread"},
+                   "FILE: groceries.txt\nPYTHON:\nprint(open('groceries.txt').read().rstrip() "
+                   "+ '\\nbread')")
+    j = av.judge(result([run(settings, "printf '\\nbread\\n' >> groceries.txt")], "done"))
+    assert j.kind == "matched" and j.outcome.verified, (j, av.law0)
+    assert (settings.workspace / "groceries.txt").read_text() == "milk\neggs\nbread\n"
+    assert any("joined a line" in c for c in av.law0.checks), av.law0.checks
+    # no stand-in that derives it: the file is done, unverified — never failed on that check
+    (settings.workspace / "g2.txt").write_text("milk\neggs")
+    av = validator(settings, "Add bread as a new line at the end of g2.txt", glues.format("g2.txt"))
+    j = av.judge(result([run(settings, "printf '\\nbread\\n' >> g2.txt")], "done"))
+    assert j.kind == "matched" and not j.outcome.verified, j
+    assert "is no check" in str(av.law0.unverified), av.law0
+
+
 def test_work_code_proved_wrong_is_put_back_when_the_subtask_ends(settings):
     # every attempt glues the line: the subtask fails, and the user's file comes back as it was
     # (a next round starts from it, not from the glued line); the failure reason says so

@@ -5,11 +5,11 @@ workspace against the copy the check changed (`check_effects`). Functions of the
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from protocol.messages import ToolCallRecord
 
-from services.safety import evidence as ev
+from services.safety import evidence as ev, record
 from services.safety.tools import head_tail
 from . import rounds
 from .confirm import _outputs, _state
@@ -58,6 +58,18 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                           answer=answer)
     if content.strip() and not derived.output.strip():
         derived = stand_in(self, derived, checks)
+    slip = _glued(self, file, derived)
+    if slip is not None:
+        # the check joined its text to the file's last line, the slip code rejects in the
+        # work (record.glued): no check of work that did not make it — one in the other form
+        # stands in for it, if it does not make the same slip
+        other = self.derive_other(derived)
+        if not (other.available and other.output.strip()) or _glued(self, file, other):
+            why = f"the independent check (`{derived.label}`) is no check: {slip.message}"
+            return Law0Report("unverified", why, checks, unverified=[why], answer=answer)
+        checks.append(f"independent check `{derived.label}` joined a line ({slip.message}); "
+                      f"`{other.label}` stands in for it")
+        self.derived = derived = other
     expected = derived.output
     checks.append(f"independent check `{derived.label}` derived "
                   f"{len(expected.splitlines())} line(s)")
@@ -110,6 +122,17 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                                  f"at the ends of lines are ignored")
     self._mark_echo(report, derived, records, file)
     return report
+
+def _glued(self, file: str, derived: DerivedCheck) -> Optional[record.Glued]:
+    """The slip of appending onto a last line without a newline, in the content `derived`
+    derived for `file` (from the file as it was before the work)."""
+    try:
+        with open(os.path.join(self.before_dir or self.workspace, file), "rb") as fh:
+            old = fh.read(1 << 20)
+    except OSError:
+        return None
+    return record.glued_content(file, old, derived.output.encode("utf-8", "replace"))
+
 
 def stand_in(self, derived: DerivedCheck, checks: list[str]) -> DerivedCheck:
     """A file check that derived nothing has checked nothing (the 1.5B checker's awk often

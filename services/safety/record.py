@@ -12,7 +12,7 @@ import ast
 import os
 import re
 import shlex
-from typing import Iterable, NamedTuple
+from typing import Iterable, NamedTuple, Optional
 
 from protocol.messages import ToolCallRecord
 
@@ -141,15 +141,24 @@ def glued(before_root: str, after_root: str, paths: Iterable[str]) -> list["Glue
                 new = fh.read((1 << 20) + 4096)
         except OSError:
             continue
-        if not old or old.endswith(b"\n") or b"\x00" in old[:4096] or \
-                len(new) <= len(old) or not new.startswith(old) or new[len(old):][:1] in b"\r\n":
-            continue
-        last = old.rsplit(b"\n", 1)[-1].decode("utf-8", "replace")
-        text = new[len(old):].decode("utf-8", "replace")
-        out.append(Glued(path, f"{path}: the added text joined its last line "
-                               f"({(last + text.split(chr(10), 1)[0])[:80]!r}), because the file "
-                               f"did not end with a newline", text))
+        joined = glued_content(path, old, new)
+        if joined is not None:
+            out.append(joined)
     return out
+
+
+def glued_content(path: str, old: bytes, new: bytes) -> Optional["Glued"]:
+    """`new` is `old` with text appended onto its last line, which had no newline; else None.
+    The same test judges the work's file and the content a check derived for it: a check that
+    makes the slip is no check of a file the work got right."""
+    if not old or old.endswith(b"\n") or b"\x00" in old[:4096] or \
+            len(new) <= len(old) or not new.startswith(old) or new[len(old):][:1] in b"\r\n":
+        return None
+    last = old.rsplit(b"\n", 1)[-1].decode("utf-8", "replace")
+    text = new[len(old):].decode("utf-8", "replace")
+    return Glued(path, f"{path}: the added text joined its last line "
+                       f"({(last + text.split(chr(10), 1)[0])[:80]!r}), because the file "
+                       f"did not end with a newline", text)
 
 
 class Glued(NamedTuple):
