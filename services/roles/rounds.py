@@ -7,18 +7,23 @@ answered 9 with no check that ran). A subtask's `subtask_end` records the checks
 the state of the inputs they read; a later subtask of the same goal on the same inputs treats
 one that contradicts its answer as a check in another form that disagrees: never outvoted, and
 "failed" where this round's own agreement is no evidence. The files a failed round changed
-are likewise no state of the user's for a later round (`rejected_files`)."""
+are likewise no state of the user's for a later round (`rejected_files`). Within a subtask, an
+answer the executor gives again against the one check that contradicted it is settled by a
+check in the other form (`stands_by`)."""
 from __future__ import annotations
 
 import hashlib
 from typing import TYPE_CHECKING, Iterator, Optional
 
+from protocol.messages import ToolCallRecord
+
 from services.runtime import tasklog
 from services.safety import evidence as ev
 from services.safety.tools import head_tail
+from .confirm import _norm_cmd, _outputs
+from .law0report import Law0Report
 
 if TYPE_CHECKING:
-    from .law0report import Law0Report
     from .verifier import Verifier
 
 
@@ -101,3 +106,46 @@ def apply(verifier: Verifier, report: Law0Report) -> Law0Report:
     report.what_to_do = "find which is right with another command that reads the inputs " \
                         "another way, then give the result the goal asks for"
     return report
+
+
+def stands_by(self: Verifier, report: Law0Report,
+              current: Optional[list[ToolCallRecord]]) -> Law0Report:
+    """One check against an executor that stands by its answer. An answer the first check
+    contradicted, derived again by this attempt's own commands after a correction showed
+    the executor that check's output, is a second derivation against one: neither refutes
+    the other, and without a third every later attempt would fail on the first check's
+    word (dev biggest-spender: the right name twice, by two programs, against one wrong
+    running total). A derivation in the other form decides: if it derives the answer, the
+    result is done but unverified — the checks disagree, and "verified" is never a vote;
+    if not, the failure stands, with both checks."""
+    first = self.derived
+    if report.kind != "failed" or not report.disagreement or first is None or \
+            not first.available or first.output_file or first.effects is not None or \
+            self.shown or ev.is_absence(first.output) or ev.is_absence(report.answer) or \
+            ev.agree(report.answer, first.output, goal=self.goal).agree:
+        return report
+    again = any(ev.agree(report.answer, a, goal=self.goal).agree for a in self.contradicted)
+    self.contradicted.append(report.answer)
+    check_cmd = _norm_cmd(first.command)
+    own = [out for _, out in _outputs([r for r in (current or []) if r.tool == "shell"
+                                       and check_cmd not in _norm_cmd(r.target)])]
+    if not again or not any(ev.agree(report.answer, out, goal=self.goal).agree
+                            for out in own):
+        return report
+    second = self.derive_other(first)
+    if not second.available:
+        return report
+    self.shown.append(second)
+    printed = head_tail(second.output.strip(), 300) or "(nothing)"
+    report.checks.append(f"second independent check `{second.label}` printed: {printed}")
+    if ev.is_absence(second.output) or \
+            not ev.agree(report.answer, second.output, goal=self.goal).agree or \
+            ev.agree(first.output, second.output, goal=self.goal).agree:
+        report.evidence += f"; a second check in the other form printed: {printed}"
+        return report
+    why = (f"the checks disagree: the first (`{head_tail(first.label, 120)}`) printed "
+           f"{head_tail(first.output.strip(), 200)}; a second in the other form "
+           f"(`{head_tail(second.label, 120)}`) derives the answer, which the executor "
+           f"derived again after seeing the first")
+    return Law0Report("unverified", why, report.checks, unverified=[why],
+                      answer=report.answer)

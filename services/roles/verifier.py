@@ -348,48 +348,6 @@ class Verifier:
         left.void = True
         return left
 
-    def _stands_by(self, report: Law0Report, current: Optional[list[ToolCallRecord]]
-                   ) -> Law0Report:
-        """One check against an executor that stands by its answer. An answer the first check
-        contradicted, derived again by this attempt's own commands after a correction showed
-        the executor that check's output, is a second derivation against one: neither refutes
-        the other, and without a third every later attempt would fail on the first check's
-        word (dev biggest-spender: the right name twice, by two programs, against one wrong
-        running total). A derivation in the other form decides: if it derives the answer, the
-        result is done but unverified — the checks disagree, and "verified" is never a vote;
-        if not, the failure stands, with both checks."""
-        first = self.derived
-        if report.kind != "failed" or not report.disagreement or first is None or \
-                not first.available or first.output_file or first.effects is not None or \
-                self.shown or ev.is_absence(first.output) or ev.is_absence(report.answer) or \
-                ev.agree(report.answer, first.output, goal=self.goal).agree:
-            return report
-        again = any(ev.agree(report.answer, a, goal=self.goal).agree for a in self.contradicted)
-        self.contradicted.append(report.answer)
-        check_cmd = _norm_cmd(first.command)
-        own = [out for _, out in _outputs([r for r in (current or []) if r.tool == "shell"
-                                           and check_cmd not in _norm_cmd(r.target)])]
-        if not again or not any(ev.agree(report.answer, out, goal=self.goal).agree
-                                for out in own):
-            return report
-        second = self.derive_other(first)
-        if not second.available:
-            return report
-        self.shown.append(second)
-        printed = head_tail(second.output.strip(), 300) or "(nothing)"
-        report.checks.append(f"second independent check `{second.label}` printed: {printed}")
-        if ev.is_absence(second.output) or \
-                not ev.agree(report.answer, second.output, goal=self.goal).agree or \
-                ev.agree(first.output, second.output, goal=self.goal).agree:
-            report.evidence += f"; a second check in the other form printed: {printed}"
-            return report
-        why = (f"the checks disagree: the first (`{head_tail(first.label, 120)}`) printed "
-               f"{head_tail(first.output.strip(), 200)}; a second in the other form "
-               f"(`{head_tail(second.label, 120)}`) derives the answer, which the executor "
-               f"derived again after seeing the first")
-        return Law0Report("unverified", why, report.checks, unverified=[why],
-                          answer=report.answer)
-
     def _recalled(self, output: str) -> str:
         """The fact lines of the world's projection in this subtask's context that hold every
         value `output` states ("" if none does)."""
@@ -457,7 +415,7 @@ class Verifier:
                                      f"earlier session ({self.derived.recalled}); no input of "
                                      f"this session holds that value")
         report = self._left_method(report, records, current, revealed)
-        report = self._stands_by(report, current)
+        report = rounds.stands_by(self, report, current)   # an answer given again
         # agreement discounted only because the check used the executor's own method: a second
         # check in the other form that is independent of the executor may still confirm it
         echo_only = report.kind == "unverified" and bool(report.doubts) and \
