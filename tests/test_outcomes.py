@@ -6,6 +6,8 @@ an in-process stand-in for the checker model (the same checks run over the bus i
 test_outcomes_e2e.py)."""
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from protocol.messages import Criterion, Referent, RunOptions, SubTask, ToolCallRecord
@@ -225,6 +227,30 @@ def test_an_answer_the_executor_stands_by_against_one_check_is_decided_by_anothe
         assert "the checks disagree" in str(av.law0.unverified), av.law0
     else:
         assert "a second check in the other form printed: Bob Stone" in av.law0.evidence, av.law0
+
+
+SPENDER_MAX = ("import csv\nbest, who = 0.0, ''\nfor r in csv.DictReader(open('orders.csv')):\n"
+               "    if float(r['amount']) > best:\n        best, who = float(r['amount']), "
+               "r['customer']\nprint(who)")
+
+
+def test_an_agreement_on_a_misleading_reading_contradicted_by_the_one_independent_check_is_not_done(
+        settings):
+    # dev biggest-spender at 59d3618: the executor and the first check both took the largest
+    # single order (customer repeats: per record is not per customer), and the GROUP BY query
+    # printed the largest total. The agreement was no evidence and the one independent check
+    # contradicts it: not done, and the correction shows that check (it was "done, but not
+    # verified", wrong)
+    (settings.workspace / "orders.csv").write_text(
+        "customer,amount\nHannah Weber,60\nBob Stone,100\nHannah Weber,70\nCara Lind,20\n")
+    av = validator(settings, SPENDER_GOAL, f"FILE: none\nPYTHON:\n{SPENDER_MAX}",
+                   "FILE: none\nSQL: SELECT customer FROM orders GROUP BY customer "
+                   "ORDER BY SUM(amount) DESC LIMIT 1")
+    mine = SPENDER_MAX.replace("best, who", "top, name").replace("best", "top") \
+        .replace("who", "name")
+    j = av.judge(result([run(settings, f"python3 -c {shlex.quote(mine)}")], "Bob Stone"))
+    assert j.kind == "retry", (j, av.law0)
+    assert "Hannah Weber" in j.correction.what_was_wrong, j.correction
 
 
 def test_a_repeated_answer_copied_from_nothing_new_is_not_a_second_derivation(settings):

@@ -32,8 +32,8 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
     no third sample outvotes it. With `independent_of`, the first check agreed using the
     executor's own method (or after the executor saw its output): then only a confirming
     derivation of another method than the executor's counts, and it turns the result
-    verified; a contradicting one fails it (`report.void`). Otherwise the result is done but
-    unverified, saying what the checks printed."""
+    verified; a contradicting one that is independent itself fails it. Otherwise the result is
+    done but unverified, saying what the checks printed."""
     first = self.derived
     assert first is not None
     if sandbox.status(self.settings).mode != "bubblewrap":
@@ -69,9 +69,15 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         else:
             again = confirms(self, report, records, file, third, shell, independent_of)
             doubt = f"{doubt}; {again}" if again else ""
-    if doubt and against is not None and report.void:
-        # the agreement was no evidence and the one independent check contradicts the
-        # result: contradicted is not done (and the correction shows the executor its output)
+    independent = against is not None and not independence.doubts(
+        "the check", against.command, shell, root=self.before_dir or self.workspace,
+        names=self.names, files=self.before, verified=True)
+    if doubt and against is not None and (report.void or independent_of and independent):
+        # the agreement was no evidence — the executor's own method, or its fields read its
+        # way on data that can mislead so — and the one independent check contradicts the
+        # result: contradicted is not done (and the correction shows the executor its output;
+        # dev biggest-spender at 59d3618 ended "done" with the largest single order's customer
+        # after a GROUP BY query printed the largest total's)
         self.shown.append(against)
         self.refuted.append(first.output)
         shown = head_tail(against.output.strip(), 300)
