@@ -69,10 +69,11 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         else:
             again = confirms(self, report, records, file, third, shell, independent_of)
             doubt = f"{doubt}; {again}" if again else ""
-    independent = against is not None and not independence.doubts(
-        "the check", against.command, shell, root=self.before_dir or self.workspace,
-        names=self.names, files=self.before, verified=True)
-    if doubt and against is not None and (report.void or independent_of and independent):
+    def independent(check: DerivedCheck) -> bool:      # asked only where it decides
+        return not independence.doubts("the check", check.command, shell,
+                                       root=self.before_dir or self.workspace, names=self.names,
+                                       files=self.before, verified=True)
+    if doubt and against is not None and (report.void or independent_of and independent(against)):
         # the agreement was no evidence — the executor's own method, or its fields read its
         # way on data that can mislead so — and the one independent check contradicts the
         # result: contradicted is not done (and the correction shows the executor its output;

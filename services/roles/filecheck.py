@@ -5,7 +5,7 @@ workspace against the copy the check changed (`check_effects`). Functions of the
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from protocol.messages import ToolCallRecord
 
@@ -57,19 +57,18 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                           unverified=[f"the content of {file}: {derived.why_unavailable}"],
                           answer=answer)
     if content.strip() and not derived.output.strip():
-        derived = stand_in(self, derived, checks)
+        derived = stand_in(self, derived, checks, "derived nothing") or derived
     slip = _glued(self, file, derived)
     if slip is not None:
         # the check joined its text to the file's last line, the slip code rejects in the
         # work (record.glued): no check of work that did not make it — one in the other form
         # stands in for it, if it does not make the same slip
-        other = self.derive_other(derived)
-        if not (other.available and other.output.strip()) or _glued(self, file, other):
+        other = stand_in(self, derived, checks, f"joined a line ({slip.message})",
+                         lambda c: _glued(self, file, c) is None)
+        if other is None:
             why = f"the independent check (`{derived.label}`) is no check: {slip.message}"
             return Law0Report("unverified", why, checks, unverified=[why], answer=answer)
-        checks.append(f"independent check `{derived.label}` joined a line ({slip.message}); "
-                      f"`{other.label}` stands in for it")
-        self.derived = derived = other
+        derived = other
     expected = derived.output
     checks.append(f"independent check `{derived.label}` derived "
                   f"{len(expected.splitlines())} line(s)")
@@ -134,17 +133,20 @@ def _glued(self, file: str, derived: DerivedCheck) -> Optional[record.Glued]:
     return record.glued_content(file, old, derived.output.encode("utf-8", "replace"))
 
 
-def stand_in(self, derived: DerivedCheck, checks: list[str]) -> DerivedCheck:
-    """A file check that derived nothing has checked nothing (the 1.5B checker's awk often
-    prints nothing): one in the other form stands in for it, as for a check that crashed,
-    if it derives something; the k-of-N step then counts it as the first check."""
+def stand_in(self, derived: DerivedCheck, checks: list[str], failing: str,
+             usable: Callable[[DerivedCheck], bool] = lambda c: True) -> Optional[DerivedCheck]:
+    """A file check that checked nothing — it derived nothing (the 1.5B checker's awk often
+    prints nothing), or made a slip code rejects — gives way to one in the other form, as for a
+    check that crashed, if that one derives something `usable`; the k-of-N step then counts it
+    as the first check. None when there is no such one."""
     other = self.derive_other(derived)
-    if not (other.available and other.output.strip()):
-        return derived
-    checks.append(f"independent check `{derived.label}` derived nothing; "
+    if not (other.available and other.output.strip() and usable(other)):
+        return None
+    checks.append(f"independent check `{derived.label}` {failing}; "
                   f"`{other.label}` stands in for it")
     self.derived = other
     return other
+
 
 def check_effects(self, derived: DerivedCheck, after: dict[str, ev.FileState],
                    changes: ev.Changes, checks: list[str], answer: str, revealed: bool,
