@@ -265,6 +265,18 @@ def test_blocked_tools_and_targets_are_enforced_in_code(settings, toolbox):
     assert "Do not touch these targets: /data/missing.csv" in llm.prompts[0]
 
 
+def test_a_block_that_would_leave_no_tool_is_not_applied(settings, toolbox):
+    """The local executor has only the shell: GGS blocking it cannot change the method."""
+    (settings.workspace / "a.txt").write_text("hello\n")
+    st = subtask("x", blocked_tools=["shell"])
+    llm = FakeLLM({"action": "tool", "command": "cat a.txt"}, {"action": "result", "output": "hello"},
+                  local=True)
+    result = Executor(st, llm, toolbox, settings).run_attempt(1)
+    assert [(c.tool, c.error) for c in result.tool_calls] == [("shell", None)]
+    assert "hello" in result.tool_calls[0].output
+    assert "Do not use these tools" not in llm.prompts[0]
+
+
 def test_huge_outputs_are_bounded(settings, toolbox):
     llm = FakeLLM({"action": "result", "output": "y" * 500_000})
     result = Executor(subtask("x"), llm, toolbox, settings).run_attempt(1)

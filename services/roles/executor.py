@@ -314,16 +314,25 @@ class Executor:
         # prompt, proposes the same first command again; running it again only repeats the miss
         self.tried: dict[str, ToolCallRecord] = {
             signature(r.tool, r.arguments): r for r in subtask.tried_calls}
+        # GGS blocks the tools a logical failure used, to force another method. Where that would
+        # leave no tool (the local executor has only the shell), a block cannot change the method
+        # and only wastes the round: the lesson travels in the tried calls and the correction.
+        offered = set(self._tool_names())
+        self.blocked_tools = list(subtask.blocked_tools) if offered - set(subtask.blocked_tools) \
+            else []
 
-    # -- prompts ------------------------------------------------------------------------------
-    def system_prompt(self) -> str:
-        blocked = set(self.subtask.blocked_tools)
+    def _tool_names(self) -> list[str]:
         available = self.toolbox.available()
         if self.local:
             # the small model fixates on the glob/search examples' "*.py" and repeats them;
             # shell does all of it (find, grep, wc) and prints the answer itself
             available = [n for n in available if n in LOCAL_TOOLS] or available
-        tools = [TOOL_SPECS[n].usage for n in available if n not in blocked]
+        return available
+
+    # -- prompts ------------------------------------------------------------------------------
+    def system_prompt(self) -> str:
+        blocked = set(self.blocked_tools)
+        tools = [TOOL_SPECS[n].usage for n in self._tool_names() if n not in blocked]
         template = _LOCAL_SYSTEM if self.local else _SYSTEM
         offered = [t for t in self.toolbox.offered_mcp(self._goal_text(), local=self.local)
                    if t.full_name not in blocked]
@@ -385,8 +394,8 @@ class Executor:
             lines.append(f"Context: {world.context_text(st.context, self.output_chars, head_tail)}")
         if st.deadline:
             lines.append(f"Deadline: {st.deadline}")
-        if st.blocked_tools:
-            lines.append(f"Do not use these tools: {', '.join(st.blocked_tools)}")
+        if self.blocked_tools:
+            lines.append(f"Do not use these tools: {', '.join(self.blocked_tools)}")
         if st.blocked_targets:
             lines.append(f"Do not touch these targets: {', '.join(st.blocked_targets)}")
         if correction is not None:
@@ -506,7 +515,7 @@ class Executor:
 
     def _blocked(self, tool: str, args: dict[str, Any]) -> str:
         """GGS's blocked tools and targets, enforced in code (not only in the prompt)."""
-        if tool in self.subtask.blocked_tools:
+        if tool in self.blocked_tools:
             return f"the tool {tool} is blocked for this subtask (it failed logically before)"
         targets = {" ".join(str(v).split()) for k, v in args.items() if k != "content"}
         for target in self.subtask.blocked_targets:
