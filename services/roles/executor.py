@@ -314,20 +314,15 @@ class Executor:
         # prompt, proposes the same first command again; running it again only repeats the miss
         self.tried: dict[str, ToolCallRecord] = {
             signature(r.tool, r.arguments): r for r in subtask.tried_calls}
-        # GGS blocks the tools a logical failure used, to force another method. Where that would
-        # leave no tool (the local executor has only the shell), a block cannot change the method
-        # and only wastes the round: the lesson travels in the tried calls and the correction.
-        offered = set(self._tool_names())
-        self.blocked_tools = list(subtask.blocked_tools) if offered - set(subtask.blocked_tools) \
-            else []
+        # GGS blocks the tools a logical failure used, to force another method; a block that
+        # leaves no tool (the local executor's only shell) cannot, and only wastes the round
+        left = set(self._tool_names()) - set(subtask.blocked_tools)
+        self.blocked_tools = list(subtask.blocked_tools) if left else []
 
     def _tool_names(self) -> list[str]:
-        available = self.toolbox.available()
-        if self.local:
-            # the small model fixates on the glob/search examples' "*.py" and repeats them;
-            # shell does all of it (find, grep, wc) and prints the answer itself
-            available = [n for n in available if n in LOCAL_TOOLS] or available
-        return available
+        # local: the small model fixates on the glob/search examples' "*.py"; shell does it all
+        names = self.toolbox.available()
+        return [n for n in names if n in LOCAL_TOOLS] or names if self.local else names
 
     # -- prompts ------------------------------------------------------------------------------
     def system_prompt(self) -> str:
