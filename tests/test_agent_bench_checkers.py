@@ -225,3 +225,25 @@ def test_result_json_from_a_file_or_inline(tmp_path):
     f.write_text('{"answer": 12, "status": "verified"}')
     assert check_util.load_result(str(f)) == {"answer": "12", "status": "verified"}
     assert check_util.load_result('{"status": "error"}')["answer"] == ""
+
+
+def test_a_benchmark_run_gets_a_fresh_artoo_home_with_the_users_model(tmp_path, monkeypatch):
+    """No memory, world fact or task of an earlier run of the same goals is recalled: run.py's
+    default ARTOO_HOME is a new directory sharing only the model and `.env`."""
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    user = tmp_path / "user-home"
+    (user / "models").mkdir(parents=True)
+    (user / "models" / "m.gguf").write_bytes(b"GGUF")
+    (user / "memory.lmdb").mkdir()
+    (user / ".env").write_text("OPENAI_MODEL=x\n")
+    monkeypatch.setenv("ARTOO_HOME", str(user))
+    home, fresh = run.use_home(None)
+    try:
+        assert fresh and home != user and str(home) == __import__("os").environ["ARTOO_HOME"]
+        assert sorted(p.name for p in home.iterdir()) == [".env", "models"]
+        assert (home / "models" / "m.gguf").read_bytes() == b"GGUF"
+        assert run.use_home(user) == (user.resolve(), False)     # --home: used as it is
+    finally:
+        shutil.rmtree(home)

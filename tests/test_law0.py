@@ -1085,3 +1085,21 @@ def test_a_query_by_the_level_word_contradicts_a_count_of_the_word_anywhere(sett
                    "FILE: none\nPYTHON:\nprint(sum('ERROR' in l for l in open('app.log')))")
     j = av.judge(result([run(settings, "grep -c ERROR app.log")], "3"))
     assert not (j.outcome and j.outcome.verified), j
+
+
+def test_the_checker_is_not_shown_the_memory_of_the_executors_method(settings, ws):
+    """A recalled SOP carries an earlier run's commands and values: a checker shown it copies
+    them and is no longer independent. The rest of the context (the world's facts) it keeps."""
+    context = ("SHOULD PREFER (worked before): Succeeded. Tools: shell:printf '%s\\n' 985000 > t\n"
+               "MUST NOT (failed before): Failed. Tools: shell:grep Norway cities.csv\n"
+               "CAUTION (mixed results before — confirm each step): Tools: shell:awk\n"
+               "The populations are from the 2020 census.")
+    llm = FakeLLM(NORWAY_SH, SUM_PY)
+    verifier = Verifier(subtask("Total population of the Norwegian cities in cities.csv?",
+                                context), llm, settings)
+    verifier.start()
+    VERIFIERS[-1].append(verifier)
+    prompt = verifier.prompt()
+    assert "Context: The populations are from the 2020 census." in prompt
+    assert "985000" not in prompt and "SHOULD PREFER" not in prompt and "MUST NOT" not in prompt
+    assert "CAUTION" not in prompt and "grep Norway" not in prompt

@@ -80,10 +80,11 @@ class Artoo:
     def __init__(self, exe: Path, timeout: float):
         self.exe, self.timeout = str(exe), timeout
         self.shared_ws: Path | None = None
+        self.started = False       # by prepare(): a daemon on a fresh home is stopped at the end
 
     def prepare(self) -> None:
-        """The daemon up (started if it is not running: it is left running), and --workspace
-        supported or the daemon's own workspace used instead."""
+        """The daemon up (started if it is not running; one started on a fresh home is stopped
+        at the end), and --workspace supported or the daemon's own workspace used instead."""
         proc = subprocess.run([self.exe, "status", "--json"], capture_output=True, text=True,
                               timeout=120)
         try:
@@ -92,10 +93,11 @@ class Artoo:
             report = {}
         if proc.returncode != 0 and (not report.get("supervisord_pid")
                                      or report.get("bus") == "unreachable"):
-            log("artoo daemon not running: starting it with `artoo up` (it is left running)")
+            log("artoo daemon not running: starting it with `artoo up`")
             up = subprocess.run([self.exe, "up"], capture_output=True, text=True, timeout=900)
             if up.returncode != 0:
                 raise SystemExit(f"`artoo up` failed:\n{up.stdout[-2000:]}{up.stderr[-2000:]}")
+            self.started = True
         elif proc.returncode != 0:
             missing = [f"{r['role']}/{r['instance']}" for r in report.get("roles", [])
                        if not r.get("alive")]
@@ -253,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show-heldout", action="store_true",
                     help="print and record the held-out goals' texts and per-goal results")
     ap.add_argument("--artoo", type=Path, default=REPO / ".venv" / "bin" / "artoo")
+    ap.add_argument("--home", type=Path, default=None,
+                    help="ARTOO_HOME for the run (default: a fresh one, so that no memory, world "
+                         "fact or task of an earlier run of the same goals is recalled)")
     ap.add_argument("--base-url", default=None, help="ReAct endpoint (default: as artoo's)")
     ap.add_argument("--model", default=None, help="ReAct model id (default: the endpoint's first)")
     args = ap.parse_args(argv)
@@ -272,9 +277,40 @@ def main(argv: list[str] | None = None) -> int:
     if not out.is_absolute() and not out.parent.exists() and (HERE / out).parent.exists():
         out = HERE / out   # "results/x.json" relative to benchmarks/agent/
 
+    home, fresh_home = use_home(args.home)
+    log(f"ARTOO_HOME {home}" + (" (fresh: no memory of earlier runs)" if fresh_home else ""))
     artoo = Artoo(args.artoo, args.timeout) if "artoo" in systems else None
-    if artoo:
-        artoo.prepare()
+    try:
+        if artoo:
+            artoo.prepare()
+        return run_goals(args, systems, halves, goals, out, artoo)
+    finally:
+        if fresh_home and artoo and artoo.started:
+            subprocess.run([str(args.artoo), "down"], capture_output=True, timeout=300)
+            log(f"stopped the daemon it started; its task logs stay in {home / 'tasks'}")
+
+
+def use_home(home: Path | None) -> tuple[Path, bool]:
+    """The run's ARTOO_HOME (exported to every artoo command it runs): the one given, or a
+    fresh one. A goal nobody tuned for must not meet the memory of an earlier run of itself:
+    recalled SOPs carry that run's commands and values (a `printf 250.0 > total.txt`) into both
+    the executor's and the checker's prompts. The fresh home shares the bundled model and the
+    user's `.env` (the LLM endpoint) with the default one."""
+    if home is not None:
+        os.environ["ARTOO_HOME"] = str(home.expanduser().resolve())
+        return Path(os.environ["ARTOO_HOME"]), False
+    default = Path(os.environ.get("ARTOO_HOME") or Path.home() / ".artoo").expanduser()
+    fresh = Path(tempfile.mkdtemp(prefix="artoo-bench-home-"))
+    if (default / "models").is_dir():
+        (fresh / "models").symlink_to((default / "models").resolve(), target_is_directory=True)
+    if (default / ".env").is_file():
+        shutil.copy2(default / ".env", fresh / ".env")
+    os.environ["ARTOO_HOME"] = str(fresh)
+    return fresh, True
+
+
+def run_goals(args, systems: list[str], halves: tuple[str, ...], goals: list[dict], out: Path,
+              artoo: "Artoo | None") -> int:
     endpoint = None
     if "react" in systems:
         endpoint = react.resolve_endpoint(args.base_url, args.model)
@@ -301,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                             "cpus": os.cpu_count(), "python": platform.python_version()},
                 "react_endpoint": {"base_url": endpoint[0], "model": endpoint[2]} if endpoint else None,
                 "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                "artoo_home": os.environ.get("ARTOO_HOME"), "fresh_home": args.home is None,
                 "summary": summary, "results": [public(r) for r in records]}
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_suffix(".partial")

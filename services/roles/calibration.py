@@ -43,6 +43,18 @@ _ACTION_LABEL = {
 }
 
 
+MEMORY_LINE = tuple(label.split(" (")[0] for label in (*_RULE_LABEL.values(),
+                                                       *_ACTION_LABEL.values()))
+
+
+def without_memory(context: str) -> str:
+    """A subtask's context less the memory's lines (each one line, by `_clip`). How a method
+    fared before is advice for the executor; a checker shown it copies that method, or a value
+    a recalled command carried (`printf 250.0 > total.txt`), and is no longer independent."""
+    return "\n".join(line for line in context.splitlines()
+                     if not line.startswith(MEMORY_LINE)).strip()
+
+
 def _clip(text: str, limit: int = LINE_CHARS) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -40,7 +40,7 @@ from typing import Optional
 from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
-from services.roles import filecheck, independence, rounds, sqlcheck
+from services.roles import calibration, filecheck, independence, rounds, sqlcheck
 from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missing_key,
                                        named_in, not_found, parse_derivation, restates,
                                        strip_redirect)
@@ -180,8 +180,8 @@ class Verifier:
         lines.append(f"Goal: {self.goal}")
         if " ".join(self.subtask.intent.split()) != " ".join(self.goal.split()):
             lines.append(f"Subtask: {self.subtask.intent}")
-        if self.subtask.context:
-            lines.append(f"Context: {world.context_text(self.subtask.context, 600, head_tail)}")
+        if context := calibration.without_memory(self.subtask.context):   # the world, no method
+            lines.append(f"Context: {world.context_text(context, 600, head_tail)}")
         if tables:
             lines.append("Tables (loaded from the files before the work):")
             lines.append(tables)
