@@ -134,6 +134,10 @@ class Artoo:
                                 stdin=subprocess.DEVNULL)
         try:
             stdout, stderr = proc.communicate(timeout=self.timeout)
+        except KeyboardInterrupt:
+            proc.kill()            # the run itself is interrupted: no client left behind
+            proc.communicate()
+            raise
         except subprocess.TimeoutExpired:
             # like Ctrl+C: the CLI cancels the run in the daemon, so it does not load the next goal
             proc.send_signal(signal.SIGINT)
@@ -277,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if not out.is_absolute() and not out.parent.exists() and (HERE / out).parent.exists():
         out = HERE / out   # "results/x.json" relative to benchmarks/agent/
 
+    signal.signal(signal.SIGTERM, _interrupted)   # as Ctrl+C: the daemon it started is stopped
     home, fresh_home = use_home(args.home)
     log(f"ARTOO_HOME {home}" + (" (fresh: no memory of earlier runs)" if fresh_home else ""))
     artoo = Artoo(args.artoo, args.timeout) if "artoo" in systems else None
@@ -288,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         if fresh_home and artoo and artoo.started:
             subprocess.run([str(args.artoo), "down"], capture_output=True, timeout=300)
             log(f"stopped the daemon it started; its task logs stay in {home / 'tasks'}")
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def use_home(home: Path | None) -> tuple[Path, bool]:
@@ -396,4 +405,8 @@ def run_goals(args, systems: list[str], halves: tuple[str, ...], goals: list[dic
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        log("interrupted: the results file keeps the goals done so far")
+        sys.exit(130)
