@@ -193,6 +193,27 @@ def test_the_executor_is_told_the_paths_the_goal_makes_are_from_the_workspace_fo
     assert "To make" not in plain.prompts[0]
 
 
+def test_a_silent_first_step_does_not_end_the_attempt_while_the_file_to_make_is_missing(
+        settings, toolbox):
+    """`mkdir -p backup` printed nothing and made no file: the attempt goes on (the model is
+    told what is still missing) instead of ending "uncertain" and spending a retry."""
+    from services.safety import referents
+    (settings.workspace / "notes").mkdir()
+    (settings.workspace / "notes" / "todo.txt").write_text("buy milk\n")
+    goal = "Back up notes/todo.txt as backup/todo.txt (the backup folder doesn't exist yet)."
+    st = SubTask(subtask_id="st-1", parent_task_id="run-unit", intent=goal, goal=goal,
+                 success_criteria=[Criterion(text="done")], options=RunOptions())
+    st.referents = [r.as_dict() for r in referents.resolve(goal, str(settings.workspace))]
+    llm = FakeLLM({"action": "tool", "command": "mkdir -p backup"},
+                  {"action": "tool", "command": "cp notes/todo.txt backup/todo.txt"}, local=True)
+    result = Executor(st, llm, toolbox, settings).run_attempt(1)
+    assert [c.target for c in result.tool_calls] == ["mkdir -p backup",
+                                                     "cp notes/todo.txt backup/todo.txt"]
+    assert "backup/todo.txt DOES NOT EXIST YET" in llm.prompts[1]
+    assert result.status == "completed"
+    assert (settings.workspace / "backup" / "todo.txt").read_text() == "buy milk\n"
+
+
 def _result(records=(), status="completed", attempt=1, output="claimed"):
     return ExecutionResult(task_id="run-unit", subtask_id="st-1", attempt=attempt, status=status,
                            output=output, tool_calls=list(records))

@@ -105,3 +105,15 @@ def test_wire_form_round_trip(tmp_path):
     back = R.coerce(TaskSpec.model_validate(json.loads(spec.model_dump_json())).referents)
     assert [r.as_dict() for r in back] == [r.as_dict() for r in refs]
     assert R.coerce([{"text": "x"}, {"bogus": 1}]) == []       # incomplete: dropped, no crash
+
+
+def test_unmade_lists_the_files_the_goal_makes_that_do_not_exist_yet(tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("x\n")
+    goal = f"Back up notes/todo.txt as backup/todo.txt and write the count to {tmp_path}/n.txt"
+    refs = R.resolve(goal, str(tmp_path))
+    assert sorted(R.unmade(refs, str(tmp_path))) == sorted(["backup/todo.txt",
+                                                                    f"{tmp_path}/n.txt"])
+    (tmp_path / "backup").mkdir()
+    (tmp_path / "backup" / "todo.txt").write_text("x\n")
+    assert R.unmade(refs, str(tmp_path)) == [f"{tmp_path}/n.txt"]

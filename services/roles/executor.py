@@ -143,10 +143,8 @@ def signature(tool: str, args: dict[str, Any]) -> str:
 
 def describe_call(record: ToolCallRecord, limit: int = 160) -> str:
     """One line per call: `shell ls -la → ok` / `→ ERROR: …` (used in correction prompts)."""
-    target = record.target or json.dumps(record.arguments, ensure_ascii=False)
-    target = " ".join(target.split())
-    if len(target) > limit:
-        target = target[:limit] + "…"
+    target = " ".join((record.target or json.dumps(record.arguments, ensure_ascii=False)).split())
+    target = target[:limit] + "…" if len(target) > limit else target
     if record.error:
         return f"{record.tool} {target} → ERROR: {' '.join(record.error.split())[:120]}"
     return f"{record.tool} {target} → ok"
@@ -296,10 +294,7 @@ class Executor:
 
     def __init__(self, subtask: SubTask, llm, toolbox: Toolbox, settings: Settings,
                  journal: Optional[ToolJournal] = None):
-        self.subtask = subtask
-        self.journal = journal
-        self.llm = llm
-        self.toolbox = toolbox
+        self.subtask, self.journal, self.llm, self.toolbox = subtask, journal, llm, toolbox
         self.settings = settings
         self.local = local = bool(getattr(llm, "local", False))
         # The bundled 1.5B model reads ~60 tokens/s: keep its prompts small.
@@ -428,12 +423,15 @@ class Executor:
         logs the 1.5B model answered after every such output (never another command), and half
         of those answers were values the output did not show (`1` for a printed 9, a made-up
         number after a silent write). One line is the answer; nothing printed is a finished
-        write when a file changed, else nothing found (for R4a to confirm or refute)."""
+        write when a file changed, else nothing found (for R4a to confirm or refute) — unless a
+        file the goal makes is still missing: a first step (`mkdir`), the model goes on."""
         if record.law1 or (record.error and not evidence.no_match(record.error)):
             return None
         printed = [ln.strip() for ln in (record.output or "").splitlines()
                    if ln.strip() and ln.strip() != "(no output)" and not approval_note(ln)]
         if len(printed) > 1 or (printed and len(printed[0]) > 120):
+            return None
+        if not printed and referents.unmade(self.subtask.referents, str(self.toolbox.workspace)):
             return None
         if printed:
             found = ("completed", printed[0])
@@ -483,8 +481,7 @@ class Executor:
         """The form the local model is asked for first: after a rejected attempt the other one
         (a different first prompt, not the same command again); else PYTHON: when the task reads
         a data file. The model keeps whichever form it is asked for. (Asked for a program again
-        after a rejected program, it repeated it with other whitespace until refused: tried at
-        ebae469, reverted.)"""
+        after a rejected one, it repeated it until refused: ebae469, reverted.)"""
         if self.tried:
             return not list(self.tried.values())[-1].target.startswith(PYTHON_PREFIX)
         st = self.subtask
@@ -695,6 +692,8 @@ class Executor:
                     record, evidence.digest(str(self.toolbox.workspace)) != before, attempt)
                 if found is not None:
                     return result(*found)
+                notes += [f"{p} DOES NOT EXIST YET: make it with the next COMMAND." for p in
+                          referents.unmade(self.subtask.referents, str(self.toolbox.workspace))]
         last = "\n\n".join(f"{describe_call(r)}\n{r.output}" for r in calls[-3:]) or None
         return result("uncertain", last,
                       f"no final result after {self.max_turns} turns")

@@ -582,3 +582,12 @@ def to_make(refs: Iterable) -> list[str]:
     return [ref.text for ref in coerce(refs) if ref.role == "create" and
             ref.kind in ("file", "folder") and ref.status != "outside" and
             not os.path.isabs(os.path.expanduser(ref.text))]
+
+
+def unmade(refs: Iterable, workspace: str) -> list[str]:
+    """The files the goal makes that do not exist yet in the workspace (the goal's words, as the
+    referents hold them): while one is missing, the work is not finished, whatever a silent
+    command said."""
+    return [ref.text for ref in coerce(refs) if ref.role == "create" and ref.kind == "file"
+            and ref.status != "outside"
+            and not os.path.exists(os.path.join(workspace, os.path.expanduser(ref.text)))]
