@@ -289,13 +289,18 @@ def test_blocked_tools_and_targets_are_enforced_in_code(settings, toolbox):
 def test_a_block_that_would_leave_no_tool_is_not_applied(settings, toolbox):
     """The local executor has only the shell: GGS blocking it cannot change the method."""
     (settings.workspace / "a.txt").write_text("hello\n")
-    st = subtask("x", blocked_tools=["shell"])
+    st = subtask("x", blocked_tools=["shell"], context=(
+        "A previous attempt failed (break_symmetry: a novel approach).\nDo not use: shell\n"
+        "MUST NOT use tool: shell (blocked by GGS)\nMUST NOT use again: rm x (failed before)"))
     llm = FakeLLM({"action": "tool", "command": "cat a.txt"}, {"action": "result", "output": "hello"},
                   local=True)
     result = Executor(st, llm, toolbox, settings).run_attempt(1)
     assert [(c.tool, c.error) for c in result.tool_calls] == [("shell", None)]
     assert "hello" in result.tool_calls[0].output
-    assert "Do not use these tools" not in llm.prompts[0]
+    prompt = llm.prompts[0]
+    assert "Do not use these tools" not in prompt and "Do not use: shell" not in prompt
+    assert "MUST NOT use tool: shell" not in prompt
+    assert "A previous attempt failed" in prompt and "MUST NOT use again: rm x" in prompt
 
 
 def test_huge_outputs_are_bounded(settings, toolbox):

@@ -55,6 +55,20 @@ def without_memory(context: str) -> str:
                      if not line.startswith(MEMORY_LINE)).strip()
 
 
+def without_blocks(context: str, tools: Iterable[str]) -> str:
+    """The context less the lines that block `tools` (GGS's, by `build_constraints`, and a local
+    replan's "Do not use: …"), for an executor that does not apply those blocks: told not to
+    use its only tool, the model repeated a tried command or gave up."""
+    tools = set(tools)
+
+    def blocks(line: str) -> bool:
+        named = {t.strip() for t in line.removeprefix("Do not use: ").split(",")}
+        return any(line.startswith(f"MUST NOT use tool: {t} ") for t in tools) or (
+            line.startswith("Do not use: ") and named <= tools)
+    return "\n".join(line for line in context.splitlines() if not blocks(line)) if tools \
+        else context
+
+
 def _clip(text: str, limit: int = LINE_CHARS) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -7,8 +7,8 @@ it sees into commands and answers), any correction from R4a, and the calls made 
 their results (each cut to `tool_output_chars` characters, head third + tail two thirds, with a
 marker). The duplicate-call guard works on the structured call itself: the same call twice in a
 row is not executed (the model is told so), a third time ends the attempt. Every tool result is a
-ToolCallRecord; the ExecutionResult carries them so R4a judges tool output, not the model's claims.
-LLM and parse errors end the attempt as `failed` with the error text, never silently.
+ToolCallRecord, so R4a judges tool output, not the model's claims. LLM and parse errors end the
+attempt as `failed` with the error text, never silently.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from protocol.messages import CorrectionSignal, ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
+from services.roles.calibration import without_blocks
 from services.roles.law0report import SILENT_WRITE
 from services.roles.programs import (PYTHON_PREFIX, names_data_file, python_code,
                                      python_command)
@@ -128,10 +129,6 @@ def bound_output(value: Any) -> Any:
     except (TypeError, ValueError):
         return head_tail(str(value), MAX_OUTPUT_CHARS)
     return value if len(text) <= MAX_OUTPUT_CHARS else head_tail(text, MAX_OUTPUT_CHARS)
-
-
-def render_claim(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def signature(tool: str, args: dict[str, Any]) -> str:
@@ -381,7 +378,8 @@ class Executor:
             lines.append("Success criteria:")
             lines += [f"{i}. {c.text}" for i, c in enumerate(st.success_criteria, 1)]
         if st.context:
-            lines.append(f"Context: {world.context_text(st.context, self.output_chars, head_tail)}")
+            context = without_blocks(st.context, set(st.blocked_tools) - set(self.blocked_tools))
+            lines.append(f"Context: {world.context_text(context, self.output_chars, head_tail)}")
         if st.deadline:
             lines.append(f"Deadline: {st.deadline}")
         if self.blocked_tools:
