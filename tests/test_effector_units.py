@@ -484,3 +484,14 @@ def test_a_clean_call_that_prints_one_line_or_nothing_ends_the_attempt_without_a
     # a program ending in a bare expression prints it; `open(...) as f:` gets its `with`
     result, asked = run("PYTHON:\nopen('made.txt') as f:\n    rows = f.readlines()\nlen(rows)")
     assert (result.status, result.output, asked) == ("completed", "1", 1)
+
+
+def test_a_program_is_never_shown_flattened_into_one_line():
+    """The 1.5B model copied a program whose lines a prompt had joined back as its next command
+    (`python3 -c 'import json import csv # …`: a SyntaxError); its first line stands for it."""
+    from services.roles.executor import describe_call
+    program = "python3 -c 'import json\nimport csv\n\nprint(1)'"
+    assert describe_call(ToolCallRecord(tool="shell", target=program, output="1")) == \
+        "shell python3 -c 'import json … (3 lines) → ok"
+    assert describe_call(ToolCallRecord(tool="shell", target="ls   -la", output="x")) == \
+        "shell ls -la → ok"

@@ -31,7 +31,7 @@ from services.runtime import tasklog, telemetry, world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import BudgetSpent, LLMError
 from services.safety import evidence, mcp, overview, referents
-from services.safety.tools import TOOL_SPECS, Toolbox, approval_note, head_tail
+from services.safety.tools import TOOL_SPECS, Toolbox, approval_note, head_tail, one_line
 
 log = logging.getLogger("artoo.executor")
 
@@ -140,8 +140,7 @@ def signature(tool: str, args: dict[str, Any]) -> str:
 
 def describe_call(record: ToolCallRecord, limit: int = 160) -> str:
     """One line per call: `shell ls -la → ok` / `→ ERROR: …` (used in correction prompts)."""
-    target = " ".join((record.target or json.dumps(record.arguments, ensure_ascii=False)).split())
-    target = target[:limit] + "…" if len(target) > limit else target
+    target = one_line(record.target or json.dumps(record.arguments, ensure_ascii=False), limit)
     if record.error:
         return f"{record.tool} {target} → ERROR: {' '.join(record.error.split())[:120]}"
     return f"{record.tool} {target} → ok"
@@ -385,7 +384,8 @@ class Executor:
         if self.blocked_tools:
             lines.append(f"Do not use these tools: {', '.join(self.blocked_tools)}")
         if st.blocked_targets:
-            lines.append(f"Do not touch these targets: {', '.join(st.blocked_targets)}")
+            targets = ", ".join(map(one_line, st.blocked_targets))
+            lines.append(f"Do not touch these targets: {targets}")
         if correction is not None:
             lines.append(f"Your previous attempt was rejected by the validator. What was wrong: "
                          f"{correction.what_was_wrong or correction.failed_criterion}. "

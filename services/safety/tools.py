@@ -122,6 +122,16 @@ def head_tail(text: str, limit: int) -> str:
     return f"{text[:head]}\n…[{len(text) - limit} characters omitted]…\n{text[-tail:]}"
 
 
+def one_line(text: str, limit: int = 160) -> str:
+    """A call's target on one line of a prompt. A program's lines are never joined into one:
+    the 1.5B model copied such a flattened program back as its next command, a SyntaxError
+    (`python3 -c 'import json import csv # …`); its first line and its length stand for it."""
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    head = " ".join(lines[0].split()) if lines else ""
+    head = head[:limit] + "…" if len(head) > limit else head
+    return head + (f" … ({len(lines)} lines)" if len(lines) > 1 else "")
+
+
 class Toolbox:
     """The tools of one effector, bound to the workspace, the Law 1 gate and the undo store."""
 
