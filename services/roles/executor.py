@@ -307,8 +307,8 @@ class Executor:
             signature(r.tool, r.arguments): r for r in subtask.tried_calls}
         # GGS blocks the tools a logical failure used, to force another method; a block that
         # leaves no tool (the local executor's only shell) cannot, and only wastes the round
-        left = set(self._tool_names()) - set(subtask.blocked_tools)
-        self.blocked_tools = list(subtask.blocked_tools) if left else []
+        blocked = list(subtask.blocked_tools)
+        self.blocked_tools = blocked if not blocked or set(self._tool_names()) - set(blocked) else []
 
     def _tool_names(self) -> list[str]:
         # local: the small model fixates on the glob/search examples' "*.py"; shell does it all
