@@ -209,3 +209,17 @@ def test_grammar_safe_schema_types_every_any_field():
     assert props["action"] == {"title": "Action", "type": "string"}
     grammar = pytest.importorskip("llama_cpp.llama_grammar")
     grammar.json_schema_to_gbnf(json.dumps(safe))   # raises on a node it cannot compile
+
+
+def test_a_question_asked_again_at_temperature_0_costs_no_call(client, llm_server):
+    """Same system, user and limit at temperature 0: the answer it got, no request, no budget;
+    another question, or a sample at a higher temperature, goes to the model."""
+    budgeted = Budgeted(client, CallBudget(5))
+    llm_server.add("planner", "first", times=1).add("planner", "second", times=3)
+    assert budgeted.complete_text("s", "u", temperature=0) == "first"
+    assert budgeted.complete_text("s", "u", temperature=0) == "first"
+    assert llm_server.calls("planner") == 1 and budgeted.budget.used == 1
+    assert budgeted.complete_text("s", "other", temperature=0) == "second"
+    assert budgeted.complete_text("s", "u", temperature=0.7) == "second"
+    assert budgeted.complete_text("s", "u", temperature=0.7) == "second"
+    assert llm_server.calls("planner") == 4

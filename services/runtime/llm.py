@@ -40,6 +40,7 @@ ROLE_TIERS = {"perceiver": "BRAIN", "planner": "BRAIN", "metaval": "BRAIN",
 JSON_MODES = ("json_schema", "json_object_schema", "json_object", "none")
 LOCAL_MAX_TOKENS = 384     # default completion budget per call on the bundled local model
 LOCAL_TEMPERATURE = 0.0
+ANSWERS_KEPT = 32
 
 
 class LLMError(Exception):
@@ -301,6 +302,7 @@ class LLMClient:
         self.budget: CallBudget | None = None     # set by Budgeted: each request takes one
         self.budget_keep = 0                      # calls of it this client leaves to others
         self.last_usage = Usage()
+        self._answers: dict[tuple, str] = {}      # complete_text at temperature 0 (see there)
         self._sdk = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
                                   timeout=settings.llm_timeout_s, max_retries=0)
 
@@ -321,10 +323,21 @@ class LLMClient:
     def complete_text(self, system: str, user: str, *, task_id: str = "",
                       max_tokens: int | None = None, temperature: float | None = None) -> str:
         """`temperature` overrides the tier's (a second sample of the same question that may
-        take another way: k-of-N on the checker)."""
+        take another way: k-of-N on the checker). At temperature 0 a question asked again gets
+        the answer it got, without a model call: the checker, standing in a form for one that
+        derived nothing, asked again the very question whose program had crashed (~16 s)."""
+        effective = temperature if temperature is not None else \
+            LOCAL_TEMPERATURE if self.config.local else None
+        key = (system, user, max_tokens) if effective == 0 else None
+        if key in self._answers:
+            return self._answers[key]
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        text = self._chat(messages, None, task_id, max_tokens, temperature)
-        return strip_reasoning(text)
+        text = strip_reasoning(self._chat(messages, None, task_id, max_tokens, temperature))
+        if key is not None:
+            if len(self._answers) >= ANSWERS_KEPT:       # long-lived roles: the oldest goes
+                self._answers.pop(next(iter(self._answers)))
+            self._answers[key] = text
+        return text
 
     def complete_json(self, model: type[T], system: str, user: str, *, task_id: str = "",
                       max_tokens: int | None = None) -> T:
