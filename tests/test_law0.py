@@ -1103,3 +1103,16 @@ def test_the_checker_is_not_shown_the_memory_of_the_executors_method(settings, w
     assert "Context: The populations are from the 2020 census." in prompt
     assert "985000" not in prompt and "SHOULD PREFER" not in prompt and "MUST NOT" not in prompt
     assert "CAUTION" not in prompt and "grep Norway" not in prompt
+
+
+def test_a_stand_in_check_that_crashed_is_asked_once_more_freer(settings, ws):
+    """The first check derived nothing; the other form's query crashed. Asked again at
+    temperature 0 it would crash again (the client answers it from memory): it is resampled
+    freer, and that one stands in."""
+    require_sandbox(settings, "the stand-in is a query run as a program in the sandbox")
+    av = biggest_city_with_a_check_that_derives_nothing(settings)
+    av.verifier.llm.replies += ["FILE: biggest.txt\nSQL: SELECT nosuch FROM cities",
+                                BIGGEST_SQL, BIGGEST_PY]
+    j = av.judge(result([run(settings, "echo Oslo > biggest.txt")], "biggest.txt written"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    assert any("stands in" in c for c in j.outcome.checks), j.outcome.checks

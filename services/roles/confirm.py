@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 RESAMPLE_TEMPERATURE = 0.7     # a derivation that could not run is asked once more, freer
 
 
+def crashed(check: "DerivedCheck") -> bool:
+    """It was proposed and could not run (a broken program, a failed command), the budget
+    aside: asked the same question at temperature 0 it would crash again, so it is asked once
+    more, freer."""
+    return not check.available and bool(check.command) and "budget" not in check.why_unavailable
+
+
 def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, *,
              independent_of: bool = False) -> None:
     """k-of-N on the checker: one derivation that agrees is one model's opinion, and a
@@ -44,7 +51,7 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         return
     shell = [r.target for r in records if r.tool == "shell"]
     second = self.derive_other(first)
-    if not second.available and second.command and "budget" not in second.why_unavailable:
+    if crashed(second):
         # a check that crashed is no check: the other form is asked once more, freer
         again = self.derive_other(first, RESAMPLE_TEMPERATURE)
         if again.available:

@@ -12,7 +12,7 @@ from protocol.messages import ToolCallRecord
 from services.safety import evidence as ev, record
 from services.safety.tools import head_tail
 from . import rounds
-from .confirm import _outputs, _state
+from .confirm import RESAMPLE_TEMPERATURE, _outputs, _state, crashed
 from .law0report import SILENT_WRITE, Law0Report
 
 if TYPE_CHECKING:
@@ -140,6 +140,8 @@ def stand_in(self, derived: DerivedCheck, checks: list[str], failing: str,
     check that crashed, if that one derives something `usable`; the k-of-N step then counts it
     as the first check. None when there is no such one."""
     other = self.derive_other(derived)
+    if crashed(other):     # asked again at temperature 0 it crashes again: once more, freer
+        other = self.derive_other(derived, RESAMPLE_TEMPERATURE)
     if not (other.available and other.output.strip() and usable(other)):
         return None
     checks.append(f"independent check `{derived.label}` {failing}; "

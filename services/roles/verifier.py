@@ -49,7 +49,7 @@ from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
-from .confirm import _norm_cmd, _outputs, _read, _state, confirm
+from .confirm import _norm_cmd, _outputs, _read, _state, confirm, crashed
 from .filecheck import raw, void
 from .law0report import Law0Report, answer_text, claims_absence, record_flaw
 from services.safety.law1 import READ_ONLY, classify
@@ -198,7 +198,7 @@ class Verifier:
         failed), one in the other form stands in for it: a check that crashed is no check."""
         if self.derived is None:
             first = self.derive_as(None)
-            if not first.available and first.command and "budget" not in first.why_unavailable:
+            if crashed(first):
                 other = self.derive_other(first)
                 if other.available:
                     first = other
