@@ -250,3 +250,12 @@ def test_a_count_of_records_that_is_the_line_count_with_the_header_is_suspect(tm
     assert datafiles.header_counted(root, "Who paid most in t.csv?", "Oskar, $95.50") == ""
     assert datafiles.header_counted(root, "What did t.csv cost?", "$4") == "t.csv"
     assert datafiles.header_counted(root, "How many tickets are in t.csv?", "4 of 5") == ""
+
+
+def test_a_header_hint_says_how_python_reads_a_file_not_separated_by_commas():
+    from services.safety.evidence import columns_hint
+    assert columns_hint("city,population") == "\n(fields, comma-separated: $1=city $2=population)"
+    assert columns_hint("name\toffice") == ("\n(fields, tab-separated: $1=name $2=office; in "
+                                           "python: csv.DictReader(f, delimiter='\\t'))")
+    assert "delimiter=';'" in columns_hint("a;b;c")
+    assert columns_hint("just one line of prose") == ""

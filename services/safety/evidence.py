@@ -627,13 +627,16 @@ def json_shape(value: Any, depth: int = 0) -> str:
 
 def columns_hint(first_line: str) -> str:
     """For a delimited header line, the field numbers awk and cut use (small models miscount
-    them): `(fields, comma-separated: $1=city $2=population $3=country)`."""
+    them): `(fields, comma-separated: $1=city $2=population $3=country)`; for another
+    separator than the comma, how Python's csv module reads it too (the 1.5B model's
+    `csv.DictReader(f)` on a tab-separated file raised KeyError on every column)."""
     for sep, name in ((",", "comma"), ("\t", "tab"), (";", "semicolon"), ("|", "pipe")):
         fields = first_line.split(sep)
         if len(fields) >= 2 and all(0 < len(f.strip()) <= 40 for f in fields) and \
                 len(fields) <= 20:
             numbered = " ".join(f"${i}={f.strip()}" for i, f in enumerate(fields, 1))
-            return f"\n(fields, {name}-separated: {numbered})"
+            reader = "" if sep == "," else f"; in python: csv.DictReader(f, delimiter={sep!r})"
+            return f"\n(fields, {name}-separated: {numbered}{reader})"
     return ""
 
 
