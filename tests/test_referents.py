@@ -117,3 +117,21 @@ def test_unmade_lists_the_files_the_goal_makes_that_do_not_exist_yet(tmp_path):
     (tmp_path / "backup").mkdir()
     (tmp_path / "backup" / "todo.txt").write_text("x\n")
     assert R.unmade(refs, str(tmp_path)) == [f"{tmp_path}/n.txt"]
+
+
+def test_a_name_in_an_example_is_neither_read_nor_made(tmp_path):
+    """"e.g. sales-2024-03.csv -> 2024-03-sales.csv" illustrates the rename; that no
+    sales-2024-03.csv exists makes nothing impossible, and 2024-03-sales.csv is not required."""
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "sales-2024-01.csv").write_text("a,b\n")
+    goal = ("the csv reports in reports have the month at the end of the name, can you flip them "
+            "so the date comes first? e.g. sales-2024-03.csv -> 2024-03-sales.csv. anything "
+            "thats not a dated csv stays like it is, and save a list to renamed.txt")
+    refs = {r.text: r for r in R.resolve(goal, str(tmp_path))}
+    assert refs["sales-2024-03.csv"].role == "either"
+    assert refs["2024-03-sales.csv"].role == "either"
+    assert refs["renamed.txt"].role == "create"          # after the example's sentence ends
+    assert not R.decisive(goal, refs.values())
+    assert R.unmade(refs.values(), str(tmp_path)) == ["renamed.txt"]
+    ask = "How many rows does data.csv have, such as the ones in a.csv?"
+    assert {r.text: r.role for r in R.extract(ask)} == {"data.csv": "read", "a.csv": "either"}

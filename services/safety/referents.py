@@ -91,13 +91,28 @@ class Referent:
 # extraction
 # ---------------------------------------------------------------------------------------------
 
+_EXAMPLE = re.compile(r"\b(?:e\.\s?g\.?|eg\.|for example|for instance|such as)", re.I)
+_CLAUSE_END = re.compile(r"[.!?;)](?=\s|$)")
+
+
+def _in_example(goal: str, start: int) -> bool:
+    """The name stands in an example of the sentence ("e.g. sales-2024-03.csv ->
+    2024-03-sales.csv", "such as a.txt"): an illustration of a pattern the goal describes,
+    neither a thing it reads (a missing one made a rename goal `not_possible`) nor one it
+    makes."""
+    return any(not _CLAUSE_END.search(goal, m.end(), start)
+               for m in _EXAMPLE.finditer(goal, 0, start))
+
+
 def _role(goal: str, start: int, change: bool, kind: str) -> str:
     """read, create or either. What follows "to", "into", "as", "named" ... is made (and must
     exist afterwards); in a question everything else is read; in a goal that writes, what follows
     "from", "of", "under" ... is read, a field is read, and any other name is "either": it
     decides nothing (never a false not_possible) and is not required afterwards ("Delete
     old.txt", "Write 'hello' to x.txt"). "in" reads a folder but writes a file ("save it in
-    hottest.txt")."""
+    hottest.txt"). A name in an example ("e.g. a.csv -> b.csv") is "either"."""
+    if _in_example(goal, start):
+        return "either"
     before = goal[max(0, start - 48):start]
     if _CREATE_BEFORE.search(before) and (change or kind in ("file", "folder")):
         return "create"
