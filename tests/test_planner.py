@@ -223,3 +223,17 @@ def test_sigkilled_planner_resumes_the_plan(stack):
         assigns(stack, rid)), timeout=30).subtask
     assert second.intent == "step two" and "ONE-DONE" in second.context
     assert stack.llm.calls("planner", rid) == 1  # resumed, not re-planned
+
+
+def test_a_plan_that_blocks_no_tool_says_no_tool_is_blocked(settings):
+    """The local plan blocks the approach, not the shell: no "MUST NOT use tool" line reaches
+    its executor (told that, the 1.5B model repeated a tried command or gave up); the blocked
+    targets still do. Memory unreachable here: the calibration's fallback path."""
+    from services.roles.planner import calibrate_memory
+    spec = TaskSpec(task_id="run-x", intent_slug="x", intent="x", raw_input="x",
+                    created_at=time.time(), deadline_at=time.time() + 60)
+    d = directive("run-x", directive="break_symmetry", blocked_tools=["shell"],
+                  blocked_targets=["cat a.txt"])
+    local = calibrate_memory(object(), settings, spec, d, block_tools=False)
+    assert "MUST NOT use tool" not in local.text and "MUST NOT use again: cat a.txt" in local.text
+    assert "MUST NOT use tool: shell" in calibrate_memory(object(), settings, spec, d).text

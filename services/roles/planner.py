@@ -170,11 +170,12 @@ class Calibration(BaseModel):
 
 
 def calibrate_memory(client: BusClient, settings: Settings, spec: TaskSpec,
-                     directive: PlanDirective | None) -> Calibration:
+                     directive: PlanDirective | None, block_tools: bool = True) -> Calibration:
     """Memory calibration before every plan and replan (seeds/000 §4.5), no LLM call. The merged
     MUST NOT set is memory Avoid rules ∪ GGS blocked_tools ∪ blocked_targets; extra MUST NOT lines
-    GGS sends that do not just restate a blocked tool or target are kept as well."""
-    tools = list(dict.fromkeys(directive.blocked_tools if directive else []))
+    GGS sends that do not just restate a blocked tool or target are kept as well. Without
+    `block_tools` (a plan that does not block tools) no line says a tool is blocked."""
+    tools = list(dict.fromkeys(directive.blocked_tools if directive and block_tools else []))
     targets = list(dict.fromkeys(directive.blocked_targets if directive else []))
     try:
         text, recall, must_not = calibrate(client, spec, tools, targets, settings,
@@ -346,18 +347,21 @@ class Planner:
               previous: TaskPlan | None = None) -> None:
         """Calibrate, ask, validate, dispatch (serialised per task by the caller's lock)."""
         task = spec.task_id
-        calibration = calibrate_memory(self.client, self.settings, spec, directive)
+        missing = referents.decisive(spec.raw_input, referents.coerce(spec.referents))
+        local = bool(getattr(self.llm, "local", False) or missing)
+        # local: the bundled model's executor has one tool, the shell: a logical failure blocks
+        # the approach (the context says what failed), not the tool — and no line says it does
+        # (told "MUST NOT use tool: shell", the model repeated a tried command or gave up)
+        calibration = calibrate_memory(self.client, self.settings, spec, directive,
+                                       block_tools=not local)
         if calibration.recall is not None:
             self.client.publish(calibration.recall)
-        tools = list(dict.fromkeys(directive.blocked_tools)) if directive else []
+        tools = list(dict.fromkeys(directive.blocked_tools)) if directive and not local else []
         targets = list(dict.fromkeys(directive.blocked_targets)) if directive else []
         last_round = previous.describe_outcomes() if previous else ""
-        missing = referents.decisive(spec.raw_input, referents.coerce(spec.referents))
-        if getattr(self.llm, "local", False) or missing:
+        if local:
             # A goal that reads what the workspace lacks needs no plan: its one subtask ends
-            # not_possible in code, before any model call. The bundled model's executor has three tools and shell is the one that works: a
-            # logical failure blocks the approach (the context says what failed), not the tool.
-            tools = []
+            # not_possible in code, before any model call.
             plan, error = self._local_plan(spec, directive, tools, targets)
         else:
             prompt = plan_prompt(spec, calibration.text, directive, last_round)
