@@ -495,3 +495,24 @@ def test_a_program_is_never_shown_flattened_into_one_line():
         "shell python3 -c 'import json … (3 lines) → ok"
     assert describe_call(ToolCallRecord(tool="shell", target="ls   -la", output="x")) == \
         "shell ls -la → ok"
+
+
+def test_a_correction_that_asks_for_a_program_gets_the_program_form(settings, toolbox):
+    """After a rejected program the other form is asked for — unless the correction itself says
+    to write a PYTHON: program (asked for a command, the model wrote `touch lists/books.md`)."""
+    from protocol.messages import CorrectionSignal
+    from services.roles.programs import PYTHON_PREFIX
+    tried = ToolCallRecord(tool="shell", arguments={"command": PYTHON_PREFIX + "print(1)'"},
+                           target=PYTHON_PREFIX + "print(1)'", output="1")
+
+    def first_prompt(what_to_do: str) -> str:
+        st = subtask("x", tried_calls=[tried])
+        llm = FakeLLM({"action": "result", "output": "ok"}, local=True)
+        fix = CorrectionSignal(task_id="run-unit", subtask_id="st-1", attempt_number=1,
+                               failed_criterion="x", what_was_wrong="no file",
+                               what_to_do=what_to_do)
+        Executor(st, llm, toolbox, settings).run_attempt(2, fix)
+        return llm.prompts[0]
+    assert "Reply with your first COMMAND:." in first_prompt("use another approach")
+    assert "Reply with your first PYTHON: program." in first_prompt(
+        "write the result into a.md (in a PYTHON: program, open('a.md', 'w').write(...))")

@@ -184,10 +184,12 @@ Rules:
 Workspace (the current directory): {workspace}"""
 
 
-def spelt_out(correction: Optional[CorrectionSignal]) -> bool:
+def spelt_out(correction: Optional[CorrectionSignal], form: str = "COMMAND: ") -> bool:
     """The correction gives the exact command that fixes the attempt (`COMMAND: printf …`,
-    services/safety/record.py): the executor is asked for a command, which it can copy."""
-    return correction is not None and "COMMAND: " in (correction.what_to_do or "")
+    services/safety/record.py): the executor is asked for a command, which it can copy; one
+    that says to write a `PYTHON:` program gets a program (asked for a command instead, the
+    model wrote `touch lists/books.md`)."""
+    return correction is not None and form in (correction.what_to_do or "")
 
 
 _LOCAL_REPLY = re.compile(r"^\s*(?:\*\*)?(COMMAND|PYTHON|ANSWER|NOT[ _]POSSIBLE|FAILED|TOOL)"
@@ -405,8 +407,9 @@ class Executor:
                          "value(s)>; otherwise reply with the next COMMAND:.")
         elif self.local:
             lines.append("Reply with your first TOOL: or COMMAND:." if self._mcp_fits()
-                         else "Reply with your first PYTHON: program." if self._python_first()
-                         and not spelt_out(correction) else "Reply with your first COMMAND:.")
+                         else "Reply with your first PYTHON: program." if (self._python_first()
+                         or spelt_out(correction, "PYTHON:")) and not spelt_out(correction)
+                         else "Reply with your first COMMAND:.")
         elif calls:
             lines.append("If these results satisfy the criteria, reply with the result now; "
                          "otherwise make the next tool call.")
