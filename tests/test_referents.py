@@ -112,11 +112,11 @@ def test_unmade_lists_the_files_the_goal_makes_that_do_not_exist_yet(tmp_path):
     (tmp_path / "notes" / "todo.txt").write_text("x\n")
     goal = f"Back up notes/todo.txt as backup/todo.txt and write the count to {tmp_path}/n.txt"
     refs = R.resolve(goal, str(tmp_path))
-    assert sorted(R.unmade(refs, str(tmp_path))) == sorted(["backup/todo.txt",
+    assert sorted(R.unmade(refs, str(tmp_path), goal)) == sorted(["backup/todo.txt",
                                                                     f"{tmp_path}/n.txt"])
     (tmp_path / "backup").mkdir()
     (tmp_path / "backup" / "todo.txt").write_text("x\n")
-    assert R.unmade(refs, str(tmp_path)) == [f"{tmp_path}/n.txt"]
+    assert R.unmade(refs, str(tmp_path), goal) == [f"{tmp_path}/n.txt"]
 
 
 def test_a_name_in_an_example_is_neither_read_nor_made(tmp_path):
@@ -132,6 +132,20 @@ def test_a_name_in_an_example_is_neither_read_nor_made(tmp_path):
     assert refs["2024-03-sales.csv"].role == "either"
     assert refs["renamed.txt"].role == "create"          # after the example's sentence ends
     assert not R.decisive(goal, refs.values())
-    assert R.unmade(refs.values(), str(tmp_path)) == ["renamed.txt"]
+    assert R.unmade(refs.values(), str(tmp_path), goal) == ["renamed.txt"]
     ask = "How many rows does data.csv have, such as the ones in a.csv?"
     assert {r.text: r.role for r in R.extract(ask)} == {"data.csv": "read", "a.csv": "either"}
+
+
+def test_to_in_a_compound_preposition_is_no_destination(tmp_path):
+    """"which port is smtp on according to config/mail.conf?" reads mail.conf: missing, with
+    mail.conf.example beside it, the goal is not possible — not a file to make."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "mail.conf.example").write_text("[smtp]\nport = 587\n")
+    goal = f"hey which port is smtp on according to {tmp_path}/config/mail.conf? need it"
+    ref = next(r for r in R.resolve(goal, str(tmp_path)) if r.kind == "file")
+    assert (ref.role, ref.status) == ("read", "missing")
+    assert ref.near == ["config/mail.conf.example"]
+    assert R.decisive(goal, [ref]) == [ref]
+    assert {r.text: r.role for r in R.extract("Copy a.txt next to b.txt as c.txt")} == {
+        "a.txt": "either", "b.txt": "either", "c.txt": "create"}

@@ -52,6 +52,11 @@ _QUOTED = re.compile(r"(?:^|(?<=[\s(:=,]))(?:\"([^\"\n]{1,80})\"|'([^'\n]{1,80})
 _CREATE_BEFORE = re.compile(r"(?:\b(?:to|into|as|named|called|create|creating|new|produce|"
                             r"generate|make)\b|>)\s*(?:(?:a|an|the|new|file|folder|directory|"
                             r"called|named|text)\s+){0,4}['\"`]?$", re.I)
+# "to" that is no destination: a compound preposition ("according to config/mail.conf" reads it)
+_NOT_DESTINATION = re.compile(r"\b(?:according|next|compared|due|relative|similar|close|prior|"
+                              r"thanks|related|belongs?|refers?|points?|pointing|up)\s+to\s*"
+                              r"(?:(?:a|an|the|file|folder|directory|called|named|text)\s+){0,4}"
+                              r"['\"`]?$", re.I)
 # what marks a place the goal reads from, in a goal that also writes
 _READ_BEFORE = re.compile(r"\b(?:from|of|under|inside|within|through|across|read|reads|reading|"
                           r"using|use|in)\s*(?:(?:a|an|the|file|folder|directory|called|named)\s+)"
@@ -114,7 +119,8 @@ def _role(goal: str, start: int, change: bool, kind: str) -> str:
     if _in_example(goal, start):
         return "either"
     before = goal[max(0, start - 48):start]
-    if _CREATE_BEFORE.search(before) and (change or kind in ("file", "folder")):
+    if _CREATE_BEFORE.search(before) and not _NOT_DESTINATION.search(before) and \
+            (change or kind in ("file", "folder")):
         return "create"
     if not change or kind == "field":
         return "read"
@@ -599,10 +605,12 @@ def to_make(refs: Iterable) -> list[str]:
             not os.path.isabs(os.path.expanduser(ref.text))]
 
 
-def unmade(refs: Iterable, workspace: str) -> list[str]:
+def unmade(refs: Iterable, workspace: str, goal: str) -> list[str]:
     """The files the goal makes that do not exist yet in the workspace (the goal's words, as the
     referents hold them): while one is missing, the work is not finished, whatever a silent
-    command said."""
+    command said. A goal that asks for no change makes nothing."""
+    if not asks_to_change(goal):
+        return []
     return [ref.text for ref in coerce(refs) if ref.role == "create" and ref.kind == "file"
             and ref.status != "outside"
             and not os.path.exists(os.path.join(workspace, os.path.expanduser(ref.text)))]
