@@ -8,7 +8,8 @@ their results (each cut to `tool_output_chars` characters, head third + tail two
 marker). The duplicate-call guard works on the structured call itself: the same call twice in a
 row is not executed (the model is told so), a third time ends the attempt. Every tool result is a
 ToolCallRecord, so R4a judges tool output, not the model's claims. LLM and parse errors end the
-attempt as `failed` with the error text, never silently.
+attempt as `failed` with the error text, never silently. The model's replies become steps in
+steps.py (the JSON form, and the local model's `PYTHON:` / `COMMAND:` / `ANSWER:` text).
 """
 from __future__ import annotations
 
@@ -157,6 +158,7 @@ class Executor:
         self.blocked_tools = blocked if not blocked or set(self._tool_names()) - set(blocked) else []
 
     def _unmade(self) -> list[str]:
+        """The files the goal makes that are still missing: while one is, the work goes on."""
         st = self.subtask
         return referents.unmade(st.referents, str(self.toolbox.workspace), st.goal or st.intent)
 
