@@ -101,3 +101,21 @@ def test_a_query_matching_text_anywhere_in_the_line_is_the_grep_method():
                           sqlcheck.command(["app.log"], "SELECT COUNT(*) FROM app WHERE "
                                                         "instr(message, 'ERROR') > 0"), names)
     assert not ev.same_method("grep -c ERROR app.log", by_word, names)
+
+
+def test_a_text_column_holding_one_value_in_two_cases_compares_without_case(tmp_path):
+    """`office` holds Berlin and berlin: the data says its case means nothing, so `= 'Berlin'`,
+    GROUP BY and DISTINCT ignore it (a check matching one spelling contradicted a right count);
+    a column whose values differ otherwise keeps exact comparison."""
+    (tmp_path / "crew.tsv").write_text("name\toffice\tteam\nLena\tBerlin\tops\nSara\tberlin\tOps2\n"
+                                       "Tom\tLisbon\tops\nKai\tBerlin\tops\n")
+    text = sqlcheck.describe(["crew.tsv"], str(tmp_path))
+    assert "office TEXT COLLATE NOCASE, team TEXT" in text
+    assert "office values: 'Berlin', 'Lisbon', 'berlin'" in text
+
+    def rows(query):
+        return subprocess.run(sqlcheck.command(["crew.tsv"], query), shell=True, cwd=tmp_path,
+                              capture_output=True, text=True).stdout
+    assert rows("SELECT COUNT(*) FROM crew WHERE office = 'Berlin'") == "3\n"
+    assert rows("SELECT COUNT(DISTINCT office) FROM crew") == "2\n"
+    assert rows("SELECT COUNT(*) FROM crew WHERE team = 'OPS'") == "0\n"

@@ -134,9 +134,18 @@ def load(files):
         while name in tables:
             name += "_"
         kinds = [_kind([r[i] for r in rows]) for i in range(len(cols))]
-        tables[name] = (path, list(zip(cols, kinds)),
+        tables[name] = (path, list(zip(cols, [_collate(k, [r[i] for r in rows])
+                                              for i, k in enumerate(kinds)])),
                         [[_value(r[i], kinds[i]) for i in range(len(cols))] for r in rows])
     return tables
+
+def _collate(kind, values):
+    """A text column that holds one value in two cases (`Berlin`, `berlin`) compares without
+    case (`= 'Berlin'`, GROUP BY, DISTINCT): the data says its case means nothing, and a query
+    matching one spelling contradicted a right count."""
+    text = {v for v in values if isinstance(v, str) and v.strip()}
+    return kind + " COLLATE NOCASE" if kind == "TEXT" and \
+        len({v.lower() for v in text}) < len(text) else kind
 
 def _cell(v):
     if v is None:
@@ -241,7 +250,7 @@ def describe(files: list[str], root: str) -> str:
                                                for v in row) + ")")
         for i, (col, kind) in enumerate(cols):
             values = sorted({r[i] for r in rows if isinstance(r[i], str)})
-            if kind == "TEXT" and 1 < len(values) <= 8 and len(values) < len(rows):
+            if kind.startswith("TEXT") and 1 < len(values) <= 8 and len(values) < len(rows):
                 lines.append(f"  {_ident(col)} values: " + ", ".join(repr(v) for v in values))
             nested = {type(r[i]).__name__ for r in raw}
             if nested & {"list", "dict"}:
