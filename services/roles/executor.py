@@ -267,8 +267,8 @@ class Executor:
             lines.append("Reply with your first tool call (or the result if no tool is needed).")
         return "\n".join(lines)
 
-    def _finish_from_output(self, record: ToolCallRecord, changed: bool, attempt: int
-                            ) -> Optional[tuple[str, str]]:
+    def _finish_from_output(self, record: ToolCallRecord, changed: bool, attempt: int,
+                            unmade: list[str]) -> Optional[tuple[str, str]]:
         """The local attempt's result from a clean call that printed at most one short line,
         without asking the model again: (status, output), or None to ask it. In the benchmark
         logs the 1.5B model answered after every such output (never another command), and half
@@ -282,7 +282,7 @@ class Executor:
                    if ln.strip() and ln.strip() != "(no output)" and not approval_note(ln)]
         if len(printed) > 1 or (printed and len(printed[0]) > 120):
             return None
-        if not printed and self._unmade():
+        if not printed and unmade:
             return None
         if printed:
             found = ("completed", printed[0])
@@ -539,12 +539,14 @@ class Executor:
                              "on one line. Reply PYTHON: and put the program on its own lines "
                              "below it.")
             if self.local and not blocked and tool == "shell":
+                unmade = self._unmade()
                 found = self._finish_from_output(
-                    record, evidence.digest(str(self.toolbox.workspace)) != before, attempt)
+                    record, evidence.digest(str(self.toolbox.workspace)) != before, attempt,
+                    unmade)
                 if found is not None:
                     return result(*found)
                 notes += [f"{p} DOES NOT EXIST YET: make it with the next COMMAND."
-                          for p in self._unmade()]
+                          for p in unmade]
         last = "\n\n".join(f"{describe_call(r)}\n{r.output}" for r in calls[-3:]) or None
         return result("uncertain", last,
                       f"no final result after {self.max_turns} turns")
