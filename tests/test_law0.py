@@ -1116,3 +1116,26 @@ def test_a_stand_in_check_that_crashed_is_asked_once_more_freer(settings, ws):
     j = av.judge(result([run(settings, "echo Oslo > biggest.txt")], "biggest.txt written"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
     assert any("stands in" in c for c in j.outcome.checks), j.outcome.checks
+
+
+def test_a_check_that_printed_only_zero_is_no_evidence_either_way(settings, ws):
+    """A check with a bug prints what a command over missing data prints (0): that neither
+    confirms nor refutes the answer, so it is not thrown away (dev berlin-office-count: a right
+    count was refuted by `'Berlin' in x.lower()`, printed 0, and the task ended abandoned).
+    The check in the other form decides: it confirms → verified; it prints 0 as well, against
+    an answer stating a count → failed; it prints nothing of use → done, but not verified."""
+    require_sandbox(settings, "the second check in another form is a program")
+    goal = "How many ERROR lines are in app.log?"
+    zero = "FILE: none\nPYTHON:\nprint(sum(1 for l in open('app.log') if 'ERROR' in l.lower()))"
+    executor = "awk '$1 == \"ERROR\" {n++} END {print n}' app.log"
+    av = validator(settings, goal, zero, {"output_file": "", "command": "grep -c ERROR app.log"})
+    j = av.judge(result([run(settings, executor)], "2"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    av = validator(settings, goal, zero, {"output_file": "", "command": "grep -c NOTHING app.log"},
+                   *[zero] * 2)
+    j = av.judge(result([run(settings, executor)], "2"))
+    assert j.kind == "retry" and "does not agree" in j.correction.what_was_wrong, j
+    av = validator(settings, goal, zero, {"output_file": "", "command": "echo"}, *[zero] * 2)
+    j = av.judge(result([run(settings, executor)], "2"))
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome
+    assert any("0/null" in u for u in j.outcome.unverified), j.outcome.unverified

@@ -120,6 +120,7 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
                 f"what the world model recorded in an earlier session: a reference, no evidence")
     shown = head_tail(check.output.strip(), 200) or "(nothing)"
     first = self.derived
+    same_void = False
     if first.effects is not None:
         ok = check.effects is not None and \
             _state(check.effects) == _state(ev.snapshot(self.workspace))
@@ -127,15 +128,18 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
         ok = bool(check.output.strip()) and ev.same_content(
             _read(os.path.join(self.workspace, file)), check.output, numbers=check.sql)
     else:
-        ok = not ev.is_absence(check.output) and ev.agree(
-            report.answer, check.output, goal=self.goal,
-            data=[o for _, o in _outputs(records)] + [first.output, check.output]).agree
+        verdict = ev.agree(report.answer, check.output, goal=self.goal,
+                           data=[o for _, o in _outputs(records)] + [first.output, check.output])
+        ok = not ev.is_absence(check.output) and verdict.agree
+        # no value where the answer states none either (0 and 0): no evidence, no contradiction
+        stated = ev.Corpus.of([report.answer])
+        same_void = verdict.void and all(v in stated for v in ev.answer_values(check.output))
     report.checks.append(f"second independent check ({form}) `{check.label}` "
                          f"printed: {shown}")
     # derived something of the result's shape and disagrees: for a change goal, a copy it
     # changed otherwise; for an answer, as many values (a list of ids printed for a count is
     # a check that went astray, not a contradiction)
-    check.disagreed = not ok and (
+    check.disagreed = not ok and not same_void and (
         check.effects is not None if first.effects is not None else
         not ev.is_absence(check.output) and (bool(file) or len(ev.answer_values(
             check.output)) == len(ev.answer_values(report.answer))))

@@ -604,6 +604,15 @@ class Verifier:
                            "if it does not exist, reply with status not_possible", answer=answer)
         verdict = ev.agree(answer, derived.output, goal=self.goal,
                            data=[o for _, o in outputs] + [derived.output])
+        if not verdict.agree and verdict.void:
+            # a check that printed no value is no evidence either way: the check in the other
+            # form decides (it confirms: verified; it derives another value, or no value where
+            # the answer states one: failed; neither: done, but not verified). Refuting on it
+            # threw away right answers whose check had a bug (`'Berlin' in x.lower()` → 0)
+            return Law0Report("unverified", f"{verdict.reason} (answer: "
+                              f"{head_tail(answer, 200)}; `{derived.label}` printed: {shown})",
+                              checks, unverified=[verdict.reason], doubts=[verdict.reason],
+                              answer=answer)
         if not verdict.agree:
             return Law0Report(
                 "failed", f"{verdict.reason} (answer: {head_tail(answer, 200)}; independent "

@@ -213,6 +213,8 @@ def is_absence(output: str) -> bool:
 class Agreement:
     agree: bool
     reason: str
+    void: bool = False      # the derivation printed no value (nothing, only 0/null, the goal's
+                            # own words): no evidence for the answer, nor against it
 
 
 def agree(answer: str, derived: str, *, goal: str = "", data: Iterable[str] = ()) -> Agreement:
@@ -224,13 +226,14 @@ def agree(answer: str, derived: str, *, goal: str = "", data: Iterable[str] = ()
     outputs or input files) — the signature of a sprayed or near-match answer."""
     derived_values = [t for t in tokens(derived) if t not in STOPWORDS]
     if not derived_values:
-        return Agreement(False, "the independent check printed nothing")
+        return Agreement(False, "the independent check printed nothing", void=True)
     if all(v in DEGENERATE or _canonical_number(v) == 0 for v in derived_values):
         return Agreement(False, "the independent check printed only 0/null — what a command over "
-                                "missing data prints — so agreeing with it proves nothing")
+                                "missing data prints — so it proves nothing", void=True)
     goal_corpus = Corpus.of([goal])
     if all(v in goal_corpus for v in derived_values):
-        return Agreement(False, "the independent check printed only words of the goal itself")
+        return Agreement(False, "the independent check printed only words of the goal itself",
+                         void=True)
     answer_corpus = Corpus.of([answer])
     missing = [v for v in derived_values if v not in answer_corpus]
     if missing:
