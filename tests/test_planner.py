@@ -233,7 +233,9 @@ def test_a_plan_that_blocks_no_tool_says_no_tool_is_blocked(settings):
     spec = TaskSpec(task_id="run-x", intent_slug="x", intent="x", raw_input="x",
                     created_at=time.time(), deadline_at=time.time() + 60)
     d = directive("run-x", directive="break_symmetry", blocked_tools=["shell"],
-                  blocked_targets=["cat a.txt"])
+                  blocked_targets=["cat a.txt"],
+                  must_not=["use the tool 'shell'", "act on 'cat a.txt' again", "guess"])
     local = calibrate_memory(object(), settings, spec, d, block_tools=False)
     assert "MUST NOT use tool" not in local.text and "MUST NOT use again: cat a.txt" in local.text
+    assert "'shell'" not in local.text and "MUST NOT: guess" in local.text, local.text
     assert "MUST NOT use tool: shell" in calibrate_memory(object(), settings, spec, d).text

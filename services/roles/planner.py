@@ -188,7 +188,10 @@ def calibrate_memory(client: BusClient, settings: Settings, spec: TaskSpec,
                               constraints=f"(memory unavailable: {exc})"[:300])
         tasklog.append(settings.tasks_dir, spec.task_id, "memory_query", space=spec.intent_slug,
                        entity="env:local", error=str(exc)[:300])
-    blocked = [b.lower() for b in tools + targets if b.strip()]
+    # GGS's own lines that restate a tool block go too when the plan does not block tools:
+    # "MUST NOT: use the tool 'shell'" told an executor with no other tool to give up
+    blocked = [b.lower() for b in (directive.blocked_tools if directive else []) + targets
+               if b.strip()]
     extra = [m for m in (directive.must_not if directive else [])
              if m.strip() and not any(b in m.lower() for b in blocked)]
     if extra:
