@@ -214,6 +214,30 @@ def test_a_silent_first_step_does_not_end_the_attempt_while_the_file_to_make_is_
     assert (settings.workspace / "backup" / "todo.txt").read_text() == "buy milk\n"
 
 
+def test_an_answer_while_the_file_to_make_is_missing_is_held_back_once(settings, toolbox):
+    """After `mkdir -p backup` the small model answered "36" with backup/todo.txt missing (dev
+    copy-into-new-folder): not done, so the attempt goes on with that said, once; a second
+    answer ends the attempt as before (Law 0 judges it)."""
+    from services.safety import referents
+    (settings.workspace / "notes").mkdir()
+    (settings.workspace / "notes" / "todo.txt").write_text("buy milk\n")
+    goal = "Back up notes/todo.txt as backup/todo.txt (the backup folder doesn't exist yet)."
+    st = SubTask(subtask_id="st-1", parent_task_id="run-unit", intent=goal, goal=goal,
+                 success_criteria=[Criterion(text="done")], options=RunOptions())
+    st.referents = [r.as_dict() for r in referents.resolve(goal, str(settings.workspace))]
+    llm = FakeLLM({"action": "result", "output": "36"},
+                  {"action": "tool", "command": "cp notes/todo.txt backup-todo.txt"},
+                  {"action": "result", "output": "done"}, local=True)
+    result = Executor(st, llm, toolbox, settings).run_attempt(1)
+    assert "NOT DONE: backup/todo.txt DOES NOT EXIST YET" in llm.prompts[1]
+    assert [c.target for c in result.tool_calls] == ["cp notes/todo.txt backup-todo.txt"]
+    assert result.output == "done" and len(llm.prompts) == 3
+    nothing = FakeLLM({"action": "result", "status": "not_possible", "output": "no source"},
+                      local=True)
+    assert Executor(st, nothing, toolbox, settings).run_attempt(1).status == "not_possible"
+    assert len(nothing.prompts) == 1
+
+
 def _result(records=(), status="completed", attempt=1, output="claimed"):
     return ExecutionResult(task_id="run-unit", subtask_id="st-1", attempt=attempt, status=status,
                            output=output, tool_calls=list(records))

@@ -435,6 +435,7 @@ class Executor:
         notes: list[str] = []
         last_sig: Optional[str] = None
         repeats = refused = 0
+        held = False                           # an answer already held back for a missing file
         system = self.system_prompt()
         for record in self.history:            # the earlier attempts of this subtask
             self.tried[signature(record.tool, record.arguments)] = record
@@ -471,6 +472,15 @@ class Executor:
                 message = f"executor LLM error: {type(exc).__name__}: {exc}"
                 return result("failed", message, message)
             if step.action == "result":
+                unmade = self._unmade() if self.local and not held and turn < self.max_turns \
+                    and step.status not in ("not_possible", "failed") else []
+                if unmade:
+                    # an answer while a file the goal makes is missing is not done (Law 0 would
+                    # reject it and a retry start over): once per attempt, the model goes on
+                    held = True
+                    notes += [f"NOT DONE: {p} DOES NOT EXIST YET. Make it with the next "
+                              f"COMMAND." for p in unmade]
+                    continue
                 output = step.output
                 if output in (None, "") and calls:
                     output = calls[-1].output
