@@ -149,3 +149,23 @@ def test_to_in_a_compound_preposition_is_no_destination(tmp_path):
     assert R.decisive(goal, [ref]) == [ref]
     assert {r.text: r.role for r in R.extract("Copy a.txt next to b.txt as c.txt")} == {
         "a.txt": "either", "b.txt": "either", "c.txt": "create"}
+
+
+def test_a_name_made_next_to_a_file_goes_in_that_files_folder(tmp_path):
+    """"save it right next to it as books.md" makes lists/books.md when the goal read
+    lists/books.csv (an absolute path in the goal as well); "next to the script", or "in the
+    same folder as" something else, leaves the name where it is."""
+    (tmp_path / "lists").mkdir()
+    (tmp_path / "lists" / "books.csv").write_text("title,author\nDune,Herbert\n")
+
+    def made(goal: str) -> list[str]:
+        return [r.text for r in R.resolve(goal, str(tmp_path)) if r.role == "create"]
+    assert made(f"turn {tmp_path}/lists/books.csv into a markdown table and save it right "
+                f"next to it as books.md") == ["lists/books.md"]
+    assert made("convert lists/books.csv to json and save it as books.json in the same "
+                "folder") == ["lists/books.json"]
+    assert made("Write the count of lists/books.csv to count.txt next to the script") == \
+        ["count.txt"]
+    assert made("Copy lists/books.csv to copy.csv") == ["copy.csv"]
+    refs = R.resolve("save lists/books.csv next to it as b.csv", str(tmp_path))
+    assert R.to_make(refs) == ["lists/b.csv"]

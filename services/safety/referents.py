@@ -451,10 +451,38 @@ def _singled_out_values(goal: str, refs: list[Referent], snap: Snapshot,
     return out
 
 
+# "next to it", "in the same folder (as the original)": the place of the file named before
+_COLOCATED = re.compile(r"\b(?:(?:next\s+to|beside|alongside)\s+(?:it|that|this|them|the\s+"
+                        r"(?:original|source|input|file|csv|one))\b|in\s+the\s+same\s+(?:folder|"
+                        r"directory|dir|place|location)\b(?!\s+as\s+(?!it\b|that\b|the\s+"
+                        r"(?:original|source|input|file)\b)))", re.I)
+
+
+def _colocate(goal: str, refs: list[Referent], root: str) -> None:
+    """A bare name the goal makes "next to it" / "in the same folder" goes in the folder of the
+    file named before it ("save lists/books.csv as a table right next to it as books.md" makes
+    lists/books.md, not books.md at the top of the workspace)."""
+    for ref in refs:
+        if ref.kind != "file" or ref.role != "create" or "/" in ref.text:
+            continue
+        at = goal.find(ref.text)
+        near = [m for m in _COLOCATED.finditer(goal) if abs(m.start() - at) <= 80 and
+                not _CLAUSE_END.search(goal, min(m.end(), at), max(m.start(), at))]
+        anchors = [r for r in refs if r.kind == "file" and r.role != "create" and
+                   "/" in r.text and 0 <= goal.find(r.text) < at]
+        if not near or not anchors:
+            continue
+        where = _relative(anchors[-1].text, root) if root else None
+        folder = os.path.dirname(where if where is not None else anchors[-1].text)
+        if folder and folder != ".":
+            ref.text = f"{folder}/{ref.text}"
+
+
 def resolve(goal: str, root: str, refs: Optional[list[Referent]] = None) -> list[Referent]:
     """Extract (unless given) and resolve the goal's referents against the workspace at
     `root`."""
     refs = extract(goal) if refs is None else refs
+    _colocate(goal, refs, root)
     if not root or not os.path.isdir(root):
         for ref in refs:
             ref.role = "either" if ref.role == "in" else ref.role
