@@ -119,3 +119,24 @@ def test_a_text_column_holding_one_value_in_two_cases_compares_without_case(tmp_
     assert rows("SELECT COUNT(*) FROM crew WHERE office = 'Berlin'") == "3\n"
     assert rows("SELECT COUNT(DISTINCT office) FROM crew") == "2\n"
     assert rows("SELECT COUNT(*) FROM crew WHERE team = 'OPS'") == "0\n"
+
+
+def test_the_scalars_of_a_nested_object_are_columns_too(tmp_path):
+    """users.json nests each email under `contact`: a query names it `email` (a check that did
+    failed with "no such column: email" and left a right CSV unverified); a name under two
+    objects, or also at the top, takes its object's name in front; the object stays JSON text."""
+    (tmp_path / "users.json").write_text(
+        '{"users": [{"name": "Ana", "city": "Oslo", "contact": {"email": "a@x.io", "city": "Rome"},'
+        ' "billing": {"city": "Bonn", "vat": 7}}, {"name": "Lee", "contact": {"email": "l@x.io"}}]}')
+    text = sqlcheck.describe(["users.json"], str(tmp_path))
+    assert "users (users.json, 2 rows): name TEXT, city TEXT, contact TEXT, billing TEXT, " \
+        "email TEXT, contact_city TEXT, billing_city TEXT, vat INTEGER" in text, text
+
+    def rows(query):
+        return subprocess.run(sqlcheck.command(["users.json"], query), shell=True, cwd=tmp_path,
+                              capture_output=True, text=True).stdout
+    assert rows("SELECT name, email FROM users ORDER BY name") == "Ana,a@x.io\nLee,l@x.io\n"
+    assert rows("SELECT billing_city, contact_city, city FROM users WHERE vat = 7") == \
+        "Bonn,Rome,Oslo\n"
+    assert rows("SELECT json_extract(contact, '$.email') FROM users WHERE name = 'Lee'") == \
+        "l@x.io\n"

@@ -30,7 +30,8 @@ from services.safety import datafiles
 # Loaded in the sandbox (stdlib only) and, for the prompt's table list, here: one reading of the
 # files for both. A table per file: CSV/TSV rows by header, the longest list of JSON objects
 # anywhere in the document, or a log's lines (below); a column is INTEGER or REAL if every
-# non-empty value is one, else TEXT; nested JSON values are JSON text (json_extract, json_array_length work on them).
+# non-empty value is one, else TEXT; nested JSON values are JSON text (json_extract, json_array_length work on them),
+# and the scalars of a nested object are columns as well (`_flat`).
 LOADER = r'''
 import csv, json, os, re, sqlite3, sys
 
@@ -40,7 +41,7 @@ def _rows(path):
     if path.endswith((".json", ".jsonl")):
         doc = json.loads(raw) if path.endswith(".json") else \
             [json.loads(l) for l in raw.splitlines() if l.strip()]
-        best = json_records(doc)
+        best = _flat(json_records(doc))
         cols = []
         for d in best:
             cols += [k for k in d if k not in cols]
@@ -53,6 +54,30 @@ def _rows(path):
         return [], []
     cols = [h.strip() for h in rows[0]]
     return cols, [(r + [""] * len(cols))[:len(cols)] for r in rows[1:]]
+
+def _flat(records):
+    """Records whose values are objects get a column per scalar inside, beside the object's own
+    (JSON text): `email`, or `contact_email` where the name is taken or under two objects. A
+    query names the value as the data nests it (`SELECT name, email ...`), no json_extract."""
+    top, parents = set(), {}
+    for d in records:
+        top.update(d)
+        for k, v in d.items():
+            if isinstance(v, dict):
+                for k2, v2 in v.items():
+                    if not isinstance(v2, (list, dict)):
+                        parents.setdefault(k2, set()).add(k)
+    out = []
+    for d in records:
+        flat = dict(d)
+        for k, v in d.items():
+            if isinstance(v, dict):
+                for k2, v2 in v.items():
+                    if not isinstance(v2, (list, dict)):
+                        alone = len(parents[k2]) == 1 and k2 not in top
+                        flat.setdefault(k2 if alone else f"{k}_{k2}", v2)
+        out.append(flat)
+    return out
 
 # A log's line is a table row by what code finds in it, not by position: a leading timestamp
 # (date, time), a severity word (level), key=value pairs (a column per key), the words after those
