@@ -1122,15 +1122,22 @@ def test_a_check_that_printed_only_zero_is_no_evidence_either_way(settings, ws):
     """A check with a bug prints what a command over missing data prints (0): that neither
     confirms nor refutes the answer, so it is not thrown away (dev berlin-office-count: a right
     count was refuted by `'Berlin' in x.lower()`, printed 0, and the task ended abandoned).
-    The check in the other form decides: it confirms → verified; it prints 0 as well, against
-    an answer stating a count → failed; it prints nothing of use → done, but not verified."""
+    The check in the other form decides: it and a resample of the first confirm → verified; it
+    alone → done, but not verified; it prints 0 as well, against an answer stating a count →
+    failed; it prints nothing of use → done, but not verified."""
     require_sandbox(settings, "the second check in another form is a program")
     goal = "How many ERROR lines are in app.log?"
     zero = "FILE: none\nPYTHON:\nprint(sum(1 for l in open('app.log') if 'ERROR' in l.lower()))"
     executor = "awk '$1 == \"ERROR\" {n++} END {print n}' app.log"
-    av = validator(settings, goal, zero, {"output_file": "", "command": "grep -c ERROR app.log"})
+    av = validator(settings, goal, zero, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   COUNT_ERRORS_PY)
     j = av.judge(result([run(settings, executor)], "2"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
+    # one check confirmed it and the resample of the first printed 0 again: one opinion
+    av = validator(settings, goal, zero, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   zero)
+    j = av.judge(result([run(settings, executor)], "2"))
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome
     av = validator(settings, goal, zero, {"output_file": "", "command": "grep -c NOTHING app.log"},
                    *[zero] * 2)
     j = av.judge(result([run(settings, executor)], "2"))
