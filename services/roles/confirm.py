@@ -43,8 +43,15 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
     done but unverified, saying what the checks printed."""
     first = self.derived
     assert first is not None
+    # the first check printed no value (nothing, 0): not a contradiction, but no support either —
+    # the answer stands only if the other form confirms it (and a resample of the first as well)
+    valueless = independent_of and not file and first.effects is None and \
+        ev.agree(report.answer, first.output, goal=self.goal).void
     if sandbox.status(self.settings).mode != "bubblewrap":
-        if not independent_of:
+        if valueless:
+            unsupported(report, "no second check in another form (a checking program needs "
+                                "the tool sandbox)")
+        elif not independent_of:
             report.kind = "unverified"
             report.unverified.append("no second check in another form (a checking program "
                                      "needs the tool sandbox)")
@@ -57,6 +64,9 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         if again.available:
             second = again
     doubt = confirms(self, report, records, file, second, shell, independent_of)
+    if doubt and valueless:
+        unsupported(report, doubt)
+        return
     against = second if doubt and second.disagreed else None
     if doubt and against is None:
         # k-of-N: a second check that could not settle it (it derived nothing, or agreed
@@ -99,10 +109,9 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         report.what_to_do = ("find which is right with another command that reads the "
                              "inputs another way, then give the result the goal asks for")
         return
-    if not doubt and independent_of and not file and first.effects is None and \
-            ev.agree(report.answer, first.output, goal=self.goal).void:
-        # the first check printed no value, so one check confirmed it: a resample in the first
-        # form must confirm as well — "verified" is two derivations that agree, as ever
+    if not doubt and valueless:
+        # one check confirmed it: a resample in the first form must confirm as well —
+        # "verified" is two derivations that agree, as ever; without it, done but unverified
         third = self.derive_as(first.program, RESAMPLE_TEMPERATURE, query=first.sql,
                                file=first.output_file)
         doubt = confirms(self, report, records, file, third, shell, independent_of)
@@ -113,6 +122,19 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         return
     report.kind = "unverified"
     report.unverified.append(doubt)
+
+
+def unsupported(report: Law0Report, why: str) -> None:
+    """No check supports the answer: the first printed no value and the other form did not
+    confirm it. A failed attempt, as when the first check's 0 refuted it — never "done" on
+    no evidence at all."""
+    report.kind = "failed"
+    report.disagreement = True
+    report.evidence = f"no check confirms the answer: {report.doubts[0]}; {why}"
+    report.what_was_wrong = (f"no independent check confirms your answer "
+                             f"{head_tail(report.answer, 200)!r}: {report.doubts[0]}; {why}")
+    report.what_to_do = ("find which is right with another command, then answer with only "
+                         "the value(s) the goal asks for")
 
 
 def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,

@@ -606,10 +606,9 @@ class Verifier:
                            data=[o for _, o in outputs] + [derived.output])
         if not verdict.agree and verdict.void:
             # a check that printed no value is no evidence either way: the check in the other
-            # form decides (it and a resample of the first form confirm: verified; it derives
-            # another value, or no value where the answer states one: failed; else done, but
-            # not verified). Refuting on it threw away right answers whose check had a bug
-            # (`'Berlin' in x.lower()` printed 0)
+            # form decides (with a resample of the first form confirming too: verified; alone:
+            # done, but not verified; not confirming: failed, as before). Refuting on it threw
+            # away right answers whose check had a bug (`'Berlin' in x.lower()` printed 0)
             return Law0Report("unverified", f"{verdict.reason} (answer: "
                               f"{head_tail(answer, 200)}; `{derived.label}` printed: {shown})",
                               checks, unverified=[verdict.reason], doubts=[verdict.reason],
