@@ -34,6 +34,19 @@ class Law0Report:
     fix: str = ""                       # the command code knows fixes the flaw (CorrectionSignal)
 
 
+def unconfirmed_absence(why: str, checks: list[str], answer: str) -> Law0Report:
+    """"Nothing found" is no value: it is a result only when a check confirms the absence
+    (not_possible); unconfirmed, the attempt failed — never "done"."""
+    return Law0Report(
+        "failed", f"the answer says nothing was found, and that could not be confirmed "
+        f"({why})", checks, answer=answer,
+        what_was_wrong="you found nothing, and no independent check confirmed that nothing "
+                       "matches",
+        what_to_do="search the files' contents (any case, whole workspace) for what the goal "
+                   "names, and answer from what you find; reply NOT POSSIBLE only if a "
+                   "search of the contents prints nothing")
+
+
 def answer_text(output: Any) -> str:
     if output is None:
         return ""

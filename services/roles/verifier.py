@@ -51,7 +51,7 @@ from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
 from .confirm import _norm_cmd, _outputs, _read, _state, confirm, crashed
 from .filecheck import raw, void
-from .law0report import Law0Report, answer_text, claims_absence, record_flaw
+from .law0report import Law0Report, answer_text, claims_absence, record_flaw, unconfirmed_absence
 from services.safety.law1 import READ_ONLY, classify
 from services.safety.tools import Toolbox, ToolOutput, head_tail
 
@@ -565,7 +565,7 @@ class Verifier:
                            "result (cat or ls)", answer=answer)
         if not derived.available:
             if claims_none:
-                return self._unconfirmed_absence(derived.why_unavailable, checks, answer)
+                return unconfirmed_absence(derived.why_unavailable, checks, answer)
             return Law0Report("unverified", derived.why_unavailable, checks,
                               unverified=[derived.why_unavailable], answer=answer)
         shown = head_tail(derived.output.strip(), 300) or "(nothing)"
@@ -581,7 +581,7 @@ class Verifier:
                         what_to_do="look at the files again and compute the answer with a "
                                    "command", answer=answer)
                 if not self._looks_for_absent(derived.command):
-                    return self._unconfirmed_absence(
+                    return unconfirmed_absence(
                         f"nothing found, but no check looked for {', '.join(absent[:3])}",
                         checks, answer)
                 return Law0Report("not_possible", f"not found: the executor found nothing and an "
@@ -642,18 +642,6 @@ class Verifier:
             report.unverified.append(f"files changed that the goal did not ask for: "
                                      f"{', '.join(unexpected[:10])}")
         return report
-
-    def _unconfirmed_absence(self, why: str, checks: list[str], answer: str) -> Law0Report:
-        """"Nothing found" is no value: it is a result only when a check confirms the absence
-        (not_possible); unconfirmed, the attempt failed — never "done"."""
-        return Law0Report(
-            "failed", f"the answer says nothing was found, and that could not be confirmed "
-            f"({why})", checks, answer=answer,
-            what_was_wrong="you found nothing, and no independent check confirmed that nothing "
-                           "matches",
-            what_to_do="search the files' contents (any case, whole workspace) for what the goal "
-                       "names, and answer from what you find; reply NOT POSSIBLE only if a "
-                       "search of the contents prints nothing")
 
     def _names_missing(self, error: str) -> bool:
         """A check that failed on what the goal names and the workspace lacks has found an
