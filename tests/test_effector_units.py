@@ -193,10 +193,9 @@ def test_the_executor_is_told_the_paths_the_goal_makes_are_from_the_workspace_fo
     assert "To make" not in plain.prompts[0]
 
 
-def test_a_silent_first_step_does_not_end_the_attempt_while_the_file_to_make_is_missing(
-        settings, toolbox):
-    """`mkdir -p backup` printed nothing and made no file: the attempt goes on (the model is
-    told what is still missing) instead of ending "uncertain" and spending a retry."""
+def backup_subtask(settings) -> SubTask:
+    """A copy into a folder that does not exist yet, its referents resolved as the perceiver
+    would (backup/todo.txt to make)."""
     from services.safety import referents
     (settings.workspace / "notes").mkdir()
     (settings.workspace / "notes" / "todo.txt").write_text("buy milk\n")
@@ -204,6 +203,14 @@ def test_a_silent_first_step_does_not_end_the_attempt_while_the_file_to_make_is_
     st = SubTask(subtask_id="st-1", parent_task_id="run-unit", intent=goal, goal=goal,
                  success_criteria=[Criterion(text="done")], options=RunOptions())
     st.referents = [r.as_dict() for r in referents.resolve(goal, str(settings.workspace))]
+    return st
+
+
+def test_a_silent_first_step_does_not_end_the_attempt_while_the_file_to_make_is_missing(
+        settings, toolbox):
+    """`mkdir -p backup` printed nothing and made no file: the attempt goes on (the model is
+    told what is still missing) instead of ending "uncertain" and spending a retry."""
+    st = backup_subtask(settings)
     llm = FakeLLM({"action": "tool", "command": "mkdir -p backup"},
                   {"action": "tool", "command": "cp notes/todo.txt backup/todo.txt"}, local=True)
     result = Executor(st, llm, toolbox, settings).run_attempt(1)
@@ -218,13 +225,7 @@ def test_an_answer_while_the_file_to_make_is_missing_is_held_back_once(settings,
     """After `mkdir -p backup` the small model answered "36" with backup/todo.txt missing (dev
     copy-into-new-folder): not done, so the attempt goes on with that said, once; a second
     answer ends the attempt as before (Law 0 judges it)."""
-    from services.safety import referents
-    (settings.workspace / "notes").mkdir()
-    (settings.workspace / "notes" / "todo.txt").write_text("buy milk\n")
-    goal = "Back up notes/todo.txt as backup/todo.txt (the backup folder doesn't exist yet)."
-    st = SubTask(subtask_id="st-1", parent_task_id="run-unit", intent=goal, goal=goal,
-                 success_criteria=[Criterion(text="done")], options=RunOptions())
-    st.referents = [r.as_dict() for r in referents.resolve(goal, str(settings.workspace))]
+    st = backup_subtask(settings)
     llm = FakeLLM({"action": "result", "output": "36"},
                   {"action": "tool", "command": "cp notes/todo.txt backup-todo.txt"},
                   {"action": "result", "output": "done"}, local=True)
