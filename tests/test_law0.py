@@ -1146,3 +1146,16 @@ def test_a_check_that_printed_only_zero_is_no_evidence_either_way(settings, ws):
     j = av.judge(result([run(settings, executor)], "2"))
     assert j.kind == "retry" and "no independent check confirms" in \
         j.correction.what_was_wrong, j
+
+
+def test_a_valueless_check_that_read_a_sibling_supports_nothing(settings, ws):
+    """The first check printed 0 and read app2.log, a near match of the app.log the goal names:
+    no check supports the answer at all, so it fails — not "done, but not verified"."""
+    from services.safety import referents
+    (settings.workspace / "app2.log").write_text("INFO x\n")
+    goal = "How many ERROR lines are in app.log?"
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app2.log"})
+    av.subtask.referents = [r.as_dict() for r in referents.resolve(goal, str(settings.workspace))]
+    j = av.judge(result([run(settings, "grep -c ERROR app.log")], "2"))
+    assert j.kind == "retry" and "no independent check confirms" in \
+        j.correction.what_was_wrong, j

@@ -43,10 +43,7 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
     done but unverified, saying what the checks printed."""
     first = self.derived
     assert first is not None
-    # the first check printed no value (nothing, 0): not a contradiction, but no support either —
-    # the answer stands only if the other form confirms it (and a resample of the first as well)
-    valueless = independent_of and not file and first.effects is None and \
-        ev.agree(report.answer, first.output, goal=self.goal).void
+    valueless = independent_of and not file and valueless_first(self, report)
     if sandbox.status(self.settings).mode != "bubblewrap":
         if valueless:
             unsupported(report, "no second check in another form (a checking program needs "
@@ -122,6 +119,15 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         return
     report.kind = "unverified"
     report.unverified.append(doubt)
+
+
+def valueless_first(self, report: Law0Report) -> bool:
+    """The first check printed no value (nothing, 0) for an answer: not a contradiction, but no
+    support either — the answer stands only if the other form confirms it (and a resample of
+    the first form as well)."""
+    first = self.derived
+    return first is not None and first.effects is None and not first.output_file and \
+        ev.agree(report.answer, first.output, goal=self.goal).void
 
 
 def unsupported(report: Law0Report, why: str) -> None:

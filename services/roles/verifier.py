@@ -49,7 +49,8 @@ from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
-from .confirm import _norm_cmd, _outputs, _read, _state, confirm, crashed
+from .confirm import (_norm_cmd, _outputs, _read, _state, confirm, crashed, unsupported,
+                      valueless_first)
 from .filecheck import raw, void
 from .law0report import Law0Report, answer_text, claims_absence, record_flaw, unconfirmed_absence
 from services.safety.law1 import READ_ONLY, classify
@@ -436,7 +437,9 @@ class Verifier:
         if report.kind == "verified" or echo_only:
             misread = referents.misread(refs, [self.derived.command if self.derived else ""],
                                         goal=self.goal, root=root)
-            if misread:
+            if misread and echo_only and valueless_first(self, report):
+                unsupported(report, "; ".join(misread))    # no check supports it at all
+            elif misread:
                 # a check that read a near match confirms nothing
                 report.kind = "unverified"
                 report.unverified += misread
