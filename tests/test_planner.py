@@ -199,6 +199,29 @@ def test_dead_effector_becomes_a_failed_outcome(stack):
     assert out.status == "failed" and "without an outcome" in out.failure_reason
 
 
+def test_a_plan_saved_before_its_group_was_offered_is_offered_after_a_restart(stack):
+    """Killed between saving the round and offering its first group (a crash of everything
+    right after planning: the durable suite saw the task wait forever), the resumed planner
+    offers the group, and sends the manifest again."""
+    import json
+    rid = run_id()
+    stack.llm.add("planner", plan(subtask("only step")), task=rid)
+    send_spec(stack, rid)
+    first = stack.spawner.rec.wait_for(lambda: assigns(stack, rid))[0].subtask
+    stack.kill_role("planner")
+    state_file = stack.settings.home / "state" / "planner" / f"{rid}.json"
+    data = json.loads(state_file.read_text())
+    data["placements"] = {}                     # as saved before _dispatch_group ran
+    state_file.write_text(json.dumps(data))
+    manifests = len(stack.mv.of("DispatchManifest", rid))
+    stack.restart_role("planner")
+    again = stack.spawner.rec.wait_for(lambda: (lambda a: a[1] if len(a) >= 2 else None)(
+        assigns(stack, rid)), timeout=30).subtask
+    assert again.subtask_id == first.subtask_id
+    stack.mv.wait_for(lambda: len(stack.mv.of("DispatchManifest", rid)) > manifests)
+    assert stack.llm.calls("planner", rid) == 1  # resumed, not re-planned
+
+
 def test_cancel_drops_the_plan_state(stack):
     rid = run_id()
     stack.llm.add("planner", plan(subtask("long")), task=rid)

@@ -282,11 +282,14 @@ class Dispatcher:
                 return plan
             self.plans[task] = plan
             self._save(plan)  # persisted before anything leaves: a restart resumes this round
-            self.client.send(DispatchManifest(
-                task_id=task, plan_round=round_, subtask_ids=list(subtasks),
-                task_criteria=plan.task_criteria, task_spec=spec, dispatched_at=time.time()))
+            self._manifest(plan)
             self._dispatch_group(plan)
         return plan
+
+    def _manifest(self, plan: TaskPlan) -> None:
+        self.client.send(DispatchManifest(
+            task_id=plan.task_id, plan_round=plan.round, subtask_ids=list(plan.subtasks),
+            task_criteria=plan.task_criteria, task_spec=plan.spec, dispatched_at=time.time()))
 
     def mark_planning_failed(self, spec: TaskSpec, round_: int) -> None:
         with self.lock:
@@ -453,6 +456,15 @@ class Dispatcher:
         with self.lock:
             for plan in list(self.plans.values()):
                 if plan.status != "running":
+                    continue
+                if plan.group() and not any(st.subtask_id in plan.placements or
+                                            st.subtask_id in plan.outcomes for st in plan.group()):
+                    # saved, then killed before its group was offered (a crash of everything
+                    # right after planning): offer it now, the manifest again with the first
+                    # group (metaval takes a repeated one as it is) — else it waits forever
+                    if plan.group_idx == 0:
+                        self._manifest(plan)
+                    self._dispatch_group(plan)
                     continue
                 changed = False
                 for st in plan.group():
