@@ -12,7 +12,7 @@ from protocol.messages import ToolCallRecord
 from services.roles import independence
 from services.safety import evidence as ev, sandbox
 from services.safety.tools import head_tail
-from .law0report import Law0Report
+from .law0report import ANSWER_AGAIN, Law0Report
 
 if TYPE_CHECKING:
     from .verifier import DerivedCheck
@@ -139,8 +139,7 @@ def unsupported(report: Law0Report, why: str) -> None:
     report.evidence = f"no check confirms the answer: {report.doubts[0]}; {why}"
     report.what_was_wrong = (f"no independent check confirms your answer "
                              f"{head_tail(report.answer, 200)!r}: {report.doubts[0]}; {why}")
-    report.what_to_do = ("find which is right with another command, then answer with only "
-                         "the value(s) the goal asks for")
+    report.what_to_do = ANSWER_AGAIN
 
 
 def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,

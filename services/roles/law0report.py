@@ -15,6 +15,9 @@ from services.safety import evidence as ev, record
 # the executor's result after a clean command that changed files and printed nothing: no answer
 # of its own (R4a then says what changed)
 SILENT_WRITE = "done (the command printed nothing)"
+# the correction for an answer no check stands behind
+ANSWER_AGAIN = ("find which is right with another command, then answer with only the value(s) "
+                "the goal asks for")
 
 
 @dataclass

@@ -52,7 +52,8 @@ from services.safety import datafiles, evidence as ev, mcp, overview, record, re
 from .confirm import (_norm_cmd, _outputs, _read, _state, confirm, crashed, unsupported,
                       valueless_first)
 from .filecheck import raw, void
-from .law0report import Law0Report, answer_text, claims_absence, record_flaw, unconfirmed_absence
+from .law0report import (ANSWER_AGAIN, Law0Report, answer_text, claims_absence, record_flaw,
+                         unconfirmed_absence)
 from services.safety.law1 import READ_ONLY, classify
 from services.safety.tools import Toolbox, ToolOutput, head_tail
 
@@ -622,8 +623,7 @@ class Verifier:
                 f"check `{derived.label}` printed: {shown})", checks, disagreement=True,
                 what_was_wrong=f"your answer {head_tail(answer, 200)!r} does not agree with an "
                                f"independent check: `{derived.label}` printed: {shown}",
-                what_to_do="find which is right with another command, then answer with only "
-                           "the value(s) the goal asks for", answer=answer)
+                what_to_do=ANSWER_AGAIN, answer=answer)
         report = Law0Report("verified", f"the answer agrees with an independent check "
                             f"(`{derived.label}` printed {shown})", checks, answer=answer)
         self._mark_echo(report, derived, records, "the answer")
