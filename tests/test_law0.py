@@ -1105,10 +1105,10 @@ def test_the_checker_is_not_shown_the_memory_of_the_executors_method(settings, w
     assert "CAUTION" not in prompt and "grep Norway" not in prompt
 
 
-def test_a_stand_in_check_that_crashed_is_asked_once_more_freer(settings, ws):
-    """The first check derived nothing; the other form's query crashed. Asked again at
-    temperature 0 it would crash again (the client answers it from memory): it is resampled
-    freer, and that one stands in."""
+def test_a_stand_in_check_that_crashed_is_shown_its_error_and_asked_once_more(settings, ws):
+    """The first check derived nothing; the other form's query crashed. Asked the same
+    question it would crash again: it is shown its own reply and the error, and the mended one
+    stands in."""
     require_sandbox(settings, "the stand-in is a query run as a program in the sandbox")
     av = biggest_city_with_a_check_that_derives_nothing(settings)
     av.verifier.llm.replies += ["FILE: biggest.txt\nSQL: SELECT nosuch FROM cities",
@@ -1116,6 +1116,32 @@ def test_a_stand_in_check_that_crashed_is_asked_once_more_freer(settings, ws):
     j = av.judge(result([run(settings, "echo Oslo > biggest.txt")], "biggest.txt written"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
     assert any("stands in" in c for c in j.outcome.checks), j.outcome.checks
+    repair = av.verifier.llm.prompts[2]
+    assert "SELECT nosuch FROM cities" in repair and "no such column: nosuch" in repair, repair
+
+
+def test_a_second_check_that_crashed_is_mended_from_its_error_and_stays_independent(settings,
+                                                                                     ws):
+    """The second check's program crashes on a slip of its own (dev latest-login: a datetime
+    compared with 0, twice, so a right answer stayed unverified). Shown its reply and its error
+    — and nothing of the executor's work — it mends the slip, and its agreement verifies."""
+    require_sandbox(settings, "the second check in another form is a program")
+    broken = ("FILE: none\nPYTHON:\nimport csv\ntotal = 0\nfor r in csv.DictReader(open("
+              "'cities.csv')):\n    if r['country'] == 'Norway':\n        total += "
+              "r['population']\nprint(total)")
+    av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
+                   NORWAY_SH, broken, SUM_PY)
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    repair = av.verifier.llm.prompts[2]
+    assert "total += r['population']" in repair and "TypeError" in repair, repair
+    assert SUM not in repair and "985000" not in repair, repair
+    # mended, it still disagrees: a contradiction as ever, never "verified"
+    wrong = SUM_PY.replace("'Norway'", "'France'")
+    av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
+                   NORWAY_SH, broken, wrong)
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    assert not (j.outcome and j.outcome.verified), j
 
 
 def test_a_check_that_printed_only_zero_is_no_evidence_either_way(settings, ws):

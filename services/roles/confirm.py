@@ -17,7 +17,7 @@ from .law0report import ANSWER_AGAIN, Law0Report
 if TYPE_CHECKING:
     from .verifier import DerivedCheck
 
-RESAMPLE_TEMPERATURE = 0.7     # a derivation that could not run is asked once more, freer
+RESAMPLE_TEMPERATURE = 0.7     # one more sample in the first form takes another way
 
 
 def crashed(check: "DerivedCheck") -> bool:
@@ -27,12 +27,22 @@ def crashed(check: "DerivedCheck") -> bool:
     return not check.available and bool(check.command) and "budget" not in check.why_unavailable
 
 
+def mended(self, first: "DerivedCheck", other: "DerivedCheck") -> "DerivedCheck":
+    """`other`, the check in the other form than `first`; if it crashed, the one it gives when
+    shown its own reply and error (`derivation.repair_note`) — asked the same question at
+    temperature 0 it would crash again — when that one runs."""
+    if not crashed(other):
+        return other
+    again = self.derive_other(first, repair=other)
+    return again if again.available else other
+
+
 def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, *,
              independent_of: bool = False) -> None:
     """k-of-N on the checker: one derivation that agrees is one model's opinion, and a
     checker that writes the same program as the executor shares its mistakes. "verified"
     stands only if a second derivation in the other form (shell COMMAND vs PYTHON program)
-    agrees as well. One that crashed is asked once more. One that could not settle it
+    agrees as well. One that crashed is shown its error and asked once more. One that could not settle it
     (printed nothing, or agreed only by the executor's method) gives way to one more sample
     in the first form, at a temperature that lets it take another way, if it reads the data
     otherwise than the first check; one that derived something else is a contradiction, and
@@ -54,12 +64,7 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
                                      "needs the tool sandbox)")
         return
     shell = [r.target for r in records if r.tool == "shell"]
-    second = self.derive_other(first)
-    if crashed(second):
-        # a check that crashed is no check: the other form is asked once more, freer
-        again = self.derive_other(first, RESAMPLE_TEMPERATURE)
-        if again.available:
-            second = again
+    second = mended(self, first, self.derive_other(first))   # a check that crashed is none
     doubt = confirms(self, report, records, file, second, shell, independent_of)
     if doubt and valueless:
         unsupported(report, doubt)

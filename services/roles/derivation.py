@@ -114,6 +114,18 @@ def _file_field(file: str) -> str:
 
 # -- reading a derivation's reply and its failure (used by the verifier) ------------------
 
+def repair_note(check: Any) -> str:
+    """What a check that crashed is shown when it is asked again: its own reply and the error
+    it ran into — never the executor's work, so the mended check stays independent. Asked the
+    same question, the small model repeats its slip (a datetime compared with 0, a column the
+    JSON nests); shown the error, it mends it. `check`: a `DerivedCheck`, or None."""
+    if check is None or not check.reply.strip() or not check.error.strip():
+        return ""
+    return (f"\n\nYour previous reply:\n{check.reply.strip()[:1200]}\nIt failed when it "
+            f"ran: {check.error.strip()[:300]}\nReply again in the same form, with that "
+            f"mistake fixed.")
+
+
 def named_in(path: str, goal: str) -> bool:
     """The goal names `path`, relative or as the tail of a longer (absolute) path."""
     words = set(ev.tokens(goal))

@@ -12,7 +12,7 @@ from protocol.messages import ToolCallRecord
 from services.safety import evidence as ev, record
 from services.safety.tools import head_tail
 from . import rounds
-from .confirm import RESAMPLE_TEMPERATURE, _outputs, _state, crashed
+from .confirm import _outputs, _state, mended
 from .law0report import SILENT_WRITE, Law0Report
 
 if TYPE_CHECKING:
@@ -139,9 +139,7 @@ def stand_in(self, derived: DerivedCheck, checks: list[str], failing: str,
     prints nothing), or made a slip code rejects — gives way to one in the other form, as for a
     check that crashed, if that one derives something `usable`; the k-of-N step then counts it
     as the first check. None when there is no such one."""
-    other = self.derive_other(derived)
-    if crashed(other):     # asked again at temperature 0 it crashes again: once more, freer
-        other = self.derive_other(derived, RESAMPLE_TEMPERATURE)
+    other = mended(self, derived, self.derive_other(derived))
     if not (other.available and other.output.strip() and usable(other)):
         return None
     checks.append(f"independent check `{derived.label}` {failing}; "

@@ -42,8 +42,8 @@ from protocol.settings import Settings
 
 from services.roles import calibration, filecheck, independence, rounds, sqlcheck
 from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missing_key,
-                                       named_in, not_found, parse_derivation, restates,
-                                       strip_redirect)
+                                       named_in, not_found, parse_derivation, repair_note,
+                                       restates, strip_redirect)
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime import world
 from services.runtime.journal import ToolJournal
@@ -71,6 +71,7 @@ class DerivedCheck:
     program: bool = False               # a PYTHON program (as run), not a shell COMMAND
     query: str = ""                     # an SQL query over the loaded tables (sqlcheck.py)
     recalled: str = ""                  # it restates this fact of the world's projection
+    reply: str = ""                     # the checker's reply as written (shown if it crashed)
 
     @property
     def sql(self) -> bool:
@@ -207,20 +208,19 @@ class Verifier:
             self.derived = first
         return self.derived
 
-    def derive_other(self, first: DerivedCheck, temperature: Optional[float] = None
+    def derive_other(self, first: DerivedCheck, *, repair: Optional[DerivedCheck] = None
                      ) -> DerivedCheck:
         """A derivation in another form than `first`: after a query a program, after a program
         a query over the goal's tables (else a shell command), after a shell command a query
         (else a program). It derives what `first` derived: the file `first` named is its file
         too when it names none (a query that prints the count is a derivation of the file
-        holding it, not a change goal's check that changed nothing)."""
-        if first.sql:
-            return self.derive_as(True, temperature, query=False, file=first.output_file)
-        return self.derive_as(not first.program, temperature, query=True,
-                              file=first.output_file)
+        holding it, not a change goal's check that changed nothing); `repair`: its crash."""
+        program, query = (True, False) if first.sql else (not first.program, True)
+        return self.derive_as(program, query=query, file=first.output_file, repair=repair)
 
     def derive_as(self, program: Optional[bool], temperature: Optional[float] = None, *,
-                  query: Optional[bool] = None, file: str = "") -> DerivedCheck:
+                  query: Optional[bool] = None, file: str = "",
+                  repair: Optional[DerivedCheck] = None) -> DerivedCheck:
         """One derivation: a PYTHON program (`program`), a shell COMMAND, or (None) the form
         that suits the goal — a program for a goal about a data file. With `query` (by default
         whenever the shell form is asked), an SQL query over the tables of the goal's tabular
@@ -246,9 +246,9 @@ class Verifier:
             extra = {"temperature": temperature} if temperature is not None else {}
             text = self.llm.complete_text(
                 sqlcheck.SYSTEM_SQL if shown else SYSTEM_PYTHON if program else SYSTEM,
-                self.prompt(tables=shown), task_id=self.task_id,
+                self.prompt(tables=shown) + repair_note(repair), task_id=self.task_id,
                 max_tokens=300 if program else 200 if shown else 160, **extra)
-            reply = parse_derivation(text)
+            check.reply, reply = text, parse_derivation(text)
             sql = sqlcheck.parse_query(text) if shown else ""
             if sql:
                 reply.command = sqlcheck.command(tables, sql)
