@@ -764,6 +764,38 @@ def test_a_change_goal_is_checked_against_a_copy_the_check_changed(settings, ws)
     assert any("on a copy of the workspace: deleted: b.tmp" in c for c in j.outcome.checks)
 
 
+def test_a_check_contradicted_by_one_in_the_other_form_is_a_tie_not_a_failure(settings, ws):
+    """The first check renames chapter1.txt to chapter1..md on its copy (dev rename-txt-to-md:
+    the retry it forced ended abandoned with the files right). One in the other form makes
+    exactly what the work made: a tie — done, but not verified, both named; never verified.
+    A second check that errs as well leaves the attempt failed, as before."""
+    require_sandbox(settings, "a check that changes files runs only in the sandbox, on a copy")
+    (ws / "drafts").mkdir()
+    for name in ("chapter1.txt", "intro.txt", "notes.txt.bak"):
+        (ws / "drafts" / name).write_text(name)
+    goal = "In the drafts folder, change the extension of every .txt file to .md"
+    slip = ("FILE: none\nPYTHON:\nimport os\nfor f in os.listdir('drafts'):\n"
+            "    if f.endswith('.txt'):\n        os.rename('drafts/' + f, 'drafts/' + f[:-3] + "
+            "'.md')")
+    right = {"output_file": "", "command": "cd drafts && for f in *.txt; do mv \"$f\" "
+                                           "\"${f%.txt}.md\"; done"}
+    work = "cd drafts && mv chapter1.txt chapter1.md && mv intro.txt intro.md"
+    av = validator(settings, goal, slip, right)
+    j = av.judge(result([run(settings, work)], "renamed"))
+    assert j.kind == "matched" and not j.outcome.verified, j
+    assert any("two independent checks disagree" in u and "chapter1..md" in u
+               for u in j.outcome.unverified), j.outcome.unverified
+    assert sorted(os.listdir(ws / "drafts")) == ["chapter1.md", "intro.md", "notes.txt.bak"]
+    # the second check errs too (it renames notes.txt.bak as well): failed, a retry
+    for name in ("chapter1.md", "intro.md"):
+        os.rename(ws / "drafts" / name, ws / "drafts" / name.replace(".md", ".txt"))
+    wrong = {"output_file": "", "command": "cd drafts && for f in *.txt*; do mv \"$f\" "
+                                           "\"${f%%.txt*}.md\"; done"}
+    av = validator(settings, goal, slip, wrong)
+    j = av.judge(result([run(settings, work)], "renamed"))
+    assert j.kind == "retry" and "chapter1..md" in j.correction.what_was_wrong, j
+
+
 # The other form on tabular data: an SQL query over tables code loaded (services/roles/sqlcheck.py)
 NORWAY_SQL = "FILE: none\nSQL: SELECT SUM(population) FROM cities WHERE country = 'Norway';"
 

@@ -12,7 +12,7 @@ from protocol.messages import ToolCallRecord
 from services.safety import evidence as ev, record
 from services.safety.tools import head_tail
 from . import rounds
-from .confirm import _outputs, _state, mended
+from .confirm import _outputs, _state, confirms, mended
 from .law0report import SILENT_WRITE, Law0Report
 
 if TYPE_CHECKING:
@@ -93,13 +93,13 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
     # second (confirm.py) must then derive the content exactly, so a name the goal wanted in
     # the file cannot be lost by both
     if not ev.same_content(content, expected, numbers=derived.sql, names=self.names):
-        return Law0Report(
+        return tied(self, derived, records, file, Law0Report(
             "failed", f"{file} does not hold what an independent check derived from the "
             f"inputs (`{derived.label}`)", checks, disagreement=True,
             what_was_wrong=f"{file} contains:\n{head_tail(content, 300)}\nbut an independent "
                            f"check (`{derived.label}`) expects:\n{head_tail(expected, 300)}",
             what_to_do=f"rewrite {file} so it holds exactly the right content, then cat it",
-            answer=answer)
+            answer=answer))
     spaces = not ev.same_content(content, expected, exact=True, numbers=derived.sql,
                                  names=self.names)
     kind = "unverified" if unexpected or revealed or spaces else "verified"
@@ -163,14 +163,14 @@ def check_effects(self, derived: DerivedCheck, after: dict[str, ev.FileState],
         wrong = "; ".join(f"{label}: {', '.join(paths[:8])}" for label, paths in (
             ("missing", missing), ("there but should not be", extra),
             ("with other content", differ)) if paths)
-        return Law0Report(
+        return tied(self, derived, records, "", Law0Report(
             "failed", f"the workspace differs from what an independent check of the goal "
             f"made of a copy of it ({wrong})", checks, disagreement=True,
             what_was_wrong=f"after your commands the workspace has {changes.describe()}; "
                            f"compared with an independent check (`{derived.label}` on a "
                            f"copy), these files are {wrong}",
             what_to_do="make exactly the change the goal asks for, and nothing else; then "
-                       "list the files (ls -R)", answer=answer)
+                       "list the files (ls -R)", answer=answer))
     report = Law0Report("verified", f"the workspace is exactly what an independent check "
                         f"of the goal made of a copy of it (`{derived.label}`)", checks,
                         answer=answer)
@@ -179,6 +179,28 @@ def check_effects(self, derived: DerivedCheck, after: dict[str, ev.FileState],
                       "was shown what it expects")
     self._mark_echo(report, derived, records, "the workspace")
     return report
+
+
+def tied(self, derived: DerivedCheck, records: list[ToolCallRecord], file: str,
+         report: Law0Report) -> Law0Report:
+    """A check that made the workspace (or derived the file) otherwise than the work did is one
+    model's reading of the goal. If a check in the other form makes exactly what the work made
+    (for a file, reading the inputs otherwise than the executor), it contradicts that reading:
+    a tie, neither a failure nor a verification — done, but not verified, both named (dev
+    rename-txt-to-md: the check renamed chapter1.txt to chapter1..md, and the retry it forced
+    ended abandoned with the files right). Not so confirmed: `report`, failed as before."""
+    if derived.output.strip() and any(ev.same_content(derived.output, r) for r in self.refuted):
+        return report       # it repeats a refuted result: `Verifier._left_method` judges that
+    second = mended(self, derived, self.derive_other(derived))
+    shell = [r.target for r in records if r.tool == "shell"]
+    # a change has few ways to be made (a rename is `mv`): two copies changed alike on their
+    # own, from the goal alone, count whatever command made them; a file's content must come
+    # from a check that reads the inputs otherwise than the executor did
+    if confirms(self, report, records, file, second, shell, independent_of=bool(file)):
+        return report
+    why = (f"two independent checks disagree: {report.evidence}; one in the other form "
+           f"(`{second.label}`) makes exactly what the work made")
+    return Law0Report("unverified", why, report.checks, unverified=[why], answer=report.answer)
 
 
 def void(report: Law0Report, why: str) -> None:
