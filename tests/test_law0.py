@@ -1176,6 +1176,21 @@ def test_a_second_check_that_crashed_is_mended_from_its_error_and_stays_independ
     assert not (j.outcome and j.outcome.verified), j
 
 
+def test_a_first_check_that_crashed_is_mended_in_its_own_form(settings, ws):
+    """The first check's program names a key the file lacks (dev server-port: a configparser
+    section that is not there). Shown its reply and the KeyError it is asked once more in its
+    form, before the other form stands in; the mended check decides like any first check."""
+    require_sandbox(settings, "the first check is a program")
+    broken = SUM_PY.replace("r['population']", "r['pop']")
+    av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
+                   broken, SUM_PY, NORWAY_SH)
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    prompts = av.verifier.llm.prompts
+    assert "KeyError: 'pop'" in prompts[1] and "r['pop']" in prompts[1], prompts[1]
+    assert any("printed: 985000" in c for c in j.outcome.checks), j.outcome.checks
+
+
 def test_a_check_that_printed_only_zero_is_no_evidence_either_way(settings, ws):
     """A check with a bug prints what a command over missing data prints (0): that neither
     confirms nor refutes the answer, so it is not thrown away (dev berlin-office-count: a right

@@ -27,6 +27,18 @@ def crashed(check: "DerivedCheck") -> bool:
     return not check.available and bool(check.command) and "budget" not in check.why_unavailable
 
 
+def first_check(self) -> "DerivedCheck":
+    """The first derivation, in the form that suits the goal. When it cannot run (a broken
+    program, a command that failed) it is shown its reply and error and asked once more in its
+    form; if that fails too, one in the other form stands in: a check that crashed is no check."""
+    first = self.derive_as(None)
+    if not crashed(first):
+        return first
+    again = self.derive_as(first.program, query=first.sql, file=first.output_file, repair=first)
+    other = again if again.available else self.derive_other(first)
+    return other if other.available else first
+
+
 def mended(self, first: "DerivedCheck", other: "DerivedCheck") -> "DerivedCheck":
     """`other`, the check in the other form than `first`; if it crashed, the one it gives when
     shown its own reply and error (`derivation.repair_note`) — asked the same question at

@@ -49,8 +49,8 @@ from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
-from .confirm import (_norm_cmd, _outputs, _read, _state, confirm, crashed, unsupported,
-                      valueless_first)
+from .confirm import (_norm_cmd, _outputs, _read, _state, confirm, first_check,
+                      unsupported, valueless_first)
 from .filecheck import raw, void
 from .law0report import (ANSWER_AGAIN, Law0Report, answer_text, claims_absence, record_flaw,
                          unconfirmed_absence)
@@ -197,15 +197,9 @@ class Verifier:
         return "\n".join(lines)
 
     def derive(self) -> DerivedCheck:
-        """The first derivation; when it cannot run (a broken program, a command that
-        failed), one in the other form stands in for it: a check that crashed is no check."""
+        """The first derivation (`confirm.first_check`)."""
         if self.derived is None:
-            first = self.derive_as(None)
-            if crashed(first):
-                other = self.derive_other(first)
-                if other.available:
-                    first = other
-            self.derived = first
+            self.derived = first_check(self)
         return self.derived
 
     def derive_other(self, first: DerivedCheck, *, repair: Optional[DerivedCheck] = None
