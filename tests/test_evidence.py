@@ -191,6 +191,8 @@ def test_a_question_that_describes_a_state_asks_for_no_change():
     assert ev.asks_to_change("Set db_port to 5432 in settings.env.")
     assert ev.asks_to_change("Which rows are empty? Keep only the others in out.csv")
     assert ev.asks_to_change("Can you write the total to total.txt?")     # a strong verb
+    assert ev.asks_to_change("can u switch the root logger in logging.conf from DEBUG to WARNING?")
+    assert not ev.asks_to_change("Which features are enabled in app.ini?")
 
 
 def test_python_reads_names_what_a_program_asks_of_the_data():

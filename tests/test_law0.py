@@ -1176,6 +1176,25 @@ def test_a_second_check_that_crashed_is_mended_from_its_error_and_stays_independ
     assert not (j.outcome and j.outcome.verified), j
 
 
+def test_a_change_goal_whose_file_no_work_changed_and_no_check_confirms_is_not_done(settings,
+                                                                                   ws):
+    """dev root-log-level: a replace that matched no line left logging.conf as it was, and the
+    check could not run: "done, but not verified" rested on nothing. The attempt failed; with
+    the change made, the same missing check leaves it done but unverified, as before."""
+    conf = ws / "logging.conf"
+    conf.write_text("[logger_root]\nlevel=DEBUG\n[logger_db]\nlevel=DEBUG\n")
+    goal = "can u switch the root logger in logging.conf from DEBUG to WARNING?"
+    no_check = "FILE: logging.conf\nCOMMAND: "
+    av = validator(settings, goal, no_check)
+    j = av.judge(result([run(settings, "sed -n 1p logging.conf")], "done"))
+    assert j.kind == "retry" and "nothing in the workspace changed" in \
+        j.correction.what_was_wrong, j
+    av = validator(settings, goal, no_check)
+    conf.write_text("[logger_root]\nlevel=WARNING\n[logger_db]\nlevel=DEBUG\n")
+    j = av.judge(result([run(settings, "cat logging.conf")], "done"))
+    assert j.kind == "matched" and not j.outcome.verified, j
+
+
 def test_a_first_check_that_crashed_is_mended_in_its_own_form(settings, ws):
     """The first check's program names a key the file lacks (dev server-port: a configparser
     section that is not there). Shown its reply and the KeyError it is asked once more in its

@@ -53,6 +53,8 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                           what_to_do=f"write {file} with a tool call that does what the goal "
                                      f"asks, then show it with cat", answer=answer)
     if not derived.available:
+        if idle(self, changes):
+            return untouched(file, checks, answer)
         return Law0Report("unverified", f"{file} exists; {derived.why_unavailable}", checks,
                           unverified=[f"the content of {file}: {derived.why_unavailable}"],
                           answer=answer)
@@ -84,6 +86,8 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
     if content.strip() and not expected.strip():
         # a check that derived nothing has not contradicted a file that holds something (the
         # 1.5B checker's awk often prints nothing); a retry on it wrecked right files
+        if idle(self, changes):
+            return untouched(file, checks, answer)
         return Law0Report(
             "unverified", f"{file} holds {len(content.splitlines())} line(s); the independent "
             f"check (`{derived.label}`) derived nothing", checks,
@@ -121,6 +125,22 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                                  f"at the ends of lines are ignored")
     self._mark_echo(report, derived, records, file)
     return report
+
+def idle(self, changes: ev.Changes) -> bool:
+    """The goal asks for a change and the work changed nothing."""
+    return ev.asks_to_change(self.goal) and not (changes.touched or changes.deleted)
+
+
+def untouched(file: str, checks: list[str], answer: str) -> Law0Report:
+    """A file goal whose work changed nothing, and no check says the file already holds what
+    the goal asks: "done" would rest on nothing (dev root-log-level: a replace that matched no
+    line left the file as it was, and a crashed check made it "done, but not verified")."""
+    why = f"nothing in the workspace changed: {file} is as it was before the work"
+    return Law0Report("failed", f"{why}, and no check could confirm that it already holds what "
+                      f"the goal asks", checks, what_was_wrong=why, answer=answer,
+                      what_to_do=f"make the change the goal asks for in {file} with a tool call, "
+                                 f"then show it with cat")
+
 
 def _glued(self, file: str, derived: DerivedCheck) -> Optional[record.Glued]:
     """The slip of appending onto a last line without a newline, in the content `derived`

@@ -489,7 +489,8 @@ _CHANGE_WORDS = re.compile(r"\b(write|writes|put|save|store|create|make|add(?!\s
                            r"back\s+up|export|duplicate|"
                            r"prepend|remove|delete|drop|update|replace|rewrite|rename|"
                            r"move|copy|edit|convert|merge|truncate|overwrite|modify|deduplicate|"
-                           r"uppercase|lowercase)\b", re.I)
+                           r"uppercase|lowercase|switch|swap|toggle|enable|disable|uncomment)\b",
+                           re.I)
 # words that ask for a change in an order but describe a state in a question ("What is db_port
 # set to?", "Which records are empty?")
 _WEAK_CHANGE_WORDS = re.compile(r"\b(change|sort|fix|set|record|clean|fill|split|correct|strip|"
