@@ -126,6 +126,7 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
     self._mark_echo(report, derived, records, file)
     return report
 
+
 def idle(self, changes: ev.Changes) -> bool:
     """The goal asks for a change and the work changed nothing."""
     return ev.asks_to_change(self.goal) and not (changes.touched or changes.deleted)
