@@ -1210,6 +1210,25 @@ def test_a_first_check_that_crashed_is_mended_in_its_own_form(settings, ws):
     assert any("printed: 985000" in c for c in j.outcome.checks), j.outcome.checks
 
 
+def test_a_mended_check_is_told_where_a_file_it_could_not_open_is():
+    """dev abs-path-total: the second check opened data/sales_q1.csv (the file is
+    data/2024/sales_q1.csv); shown only its error it wrote the same path again. Code resolves
+    the name in the workspace and says where it is; an error that names no path adds nothing."""
+    from services.roles.derivation import missing_path, repair_note
+    from services.roles.verifier import DerivedCheck
+    files = ["data/2024/sales_q1.csv", "data/README.txt"]
+    crashed = DerivedCheck(reply="FILE: total.txt\nPYTHON:\nopen('/ws/data/sales_q1.csv')",
+                           error="exit status 1: FileNotFoundError: [Errno 2] No such file or "
+                                 "directory: '/ws/data/sales_q1.csv'")
+    note = repair_note(crashed, files)
+    assert "It failed when it ran: exit status 1: FileNotFoundError" in note
+    assert "There is no /ws/data/sales_q1.csv: sales_q1.csv is data/2024/sales_q1.csv" in note
+    assert missing_path("exit status 1: cat: notes/a.txt: No such file or directory") == \
+        "notes/a.txt"
+    typo = DerivedCheck(reply="x", error="exit status 1: TypeError: can't compare")
+    assert "There is no" not in repair_note(typo, files) and repair_note(None, files) == ""
+
+
 def test_a_check_that_printed_only_zero_is_no_evidence_either_way(settings, ws):
     """A check with a bug prints what a command over missing data prints (0): that neither
     confirms nor refutes the answer, so it is not thrown away (dev berlin-office-count: a right

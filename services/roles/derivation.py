@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -114,16 +114,32 @@ def _file_field(file: str) -> str:
 
 # -- reading a derivation's reply and its failure (used by the verifier) ------------------
 
-def repair_note(check: Any) -> str:
+def repair_note(check: Any, files: Iterable[str] = ()) -> str:
     """What a check that crashed is shown when it is asked again: its own reply and the error
     it ran into — never the executor's work, so the mended check stays independent. Asked the
     same question, the small model repeats its slip (a datetime compared with 0, a column the
-    JSON nests); shown the error, it mends it. `check`: a `DerivedCheck`, or None."""
+    JSON nests); shown the error, it mends it. A path it could not open that is a file of the
+    workspace (`files`, relative paths) under another path, code resolves: shown the error
+    alone, the model wrote the same wrong path again. `check`: a `DerivedCheck`, or None."""
     if check is None or not check.reply.strip() or not check.error.strip():
         return ""
-    return (f"\n\nYour previous reply:\n{check.reply.strip()[:1200]}\nIt failed when it "
-            f"ran: {check.error.strip()[:300]}\nReply again in the same form, with that "
-            f"mistake fixed.")
+    note = (f"\n\nYour previous reply:\n{check.reply.strip()[:1200]}\nIt failed when it "
+            f"ran: {check.error.strip()[:300]}")
+    path = missing_path(check.error)
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    where = sorted(f for f in files if name and f.rsplit("/", 1)[-1] == name)
+    if where and path not in where:
+        note += (f"\nThere is no {path}: {name} is {' or '.join(where[:3])} (paths are "
+                 f"relative to the workspace folder, the current directory).")
+    return note + "\nReply again in the same form, with that mistake fixed."
+
+
+def missing_path(error: str) -> str:
+    """The path an error says does not exist (Python's `No such file or directory: 'p'`, a
+    shell tool's `p: No such file or directory`), or ''."""
+    match = re.search(r"No such file or directory: '([^']+)'", error or "") or re.search(
+        r"([^\s:'\"‘’`]+)'?: (?:No such file|cannot open)", error or "", re.I)
+    return match.group(1) if match else ""
 
 
 def named_in(path: str, goal: str) -> bool:

@@ -240,7 +240,7 @@ class Verifier:
             extra = {"temperature": temperature} if temperature is not None else {}
             text = self.llm.complete_text(
                 sqlcheck.SYSTEM_SQL if shown else SYSTEM_PYTHON if program else SYSTEM,
-                self.prompt(tables=shown) + repair_note(repair), task_id=self.task_id,
+                self.prompt(tables=shown) + repair_note(repair, self.before), task_id=self.task_id,
                 max_tokens=300 if program else 200 if shown else 160, **extra)
             check.reply, reply = text, parse_derivation(text)
             sql = sqlcheck.parse_query(text) if shown else ""
