@@ -892,6 +892,31 @@ def test_a_query_alone_does_not_confirm_that_a_file_of_rows_has_no_header(settin
     assert any("a query prints rows only" in u for u in j.outcome.unverified), j.outcome
 
 
+def test_a_query_confirms_the_rows_after_a_header_of_its_columns(settings, ws):
+    """dev active-users-csv: the file begins with the `name,email` header the goal asks for,
+    then the right rows; the first check (a program) derived it whole, the query in the other
+    form printed the rows — a query never prints a header — and "did not agree". Rows after a
+    header naming the query's columns are what a query can confirm: verified. A header it does
+    not name is still a disagreement."""
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    from services.roles.programs import python_command
+    goal = "Save the city and country of every city in cities.csv to places.csv, with a " \
+           "city,country header."
+    program = ("import csv\nw = csv.writer(open('places.csv', 'w', newline=''))\n"
+               "w.writerow(['city', 'country'])\nfor r in csv.DictReader(open('cities.csv')):\n"
+               "    w.writerow([r['city'], r['country']])")
+    check = ("FILE: places.csv\nPYTHON:\nimport csv\nprint('city,country')\n"
+             "for r in csv.DictReader(open('cities.csv')):\n"
+             "    print(r['city'] + ',' + r['country'])")
+    av = validator(settings, goal, check, "FILE: places.csv\nSQL: SELECT city, country FROM cities")
+    j = av.judge(result([run(settings, python_command(program))], "done"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    av = validator(settings, goal, check, "FILE: places.csv\nSQL: SELECT city, population FROM "
+                                          "cities")
+    j = av.judge(result([run(settings, python_command(program))], "done"))
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome
+
+
 def test_a_file_a_first_query_confirms_differs_from_it_only_in_how_numbers_are_written(
         settings, ws):
     # the first program printed nothing, so a query stands in for it as the first check: it

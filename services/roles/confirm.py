@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.messages import ToolCallRecord
 
-from services.roles import independence
+from services.roles import independence, sqlcheck
 from services.safety import evidence as ev, sandbox
 from services.safety.tools import head_tail
 from .law0report import ANSWER_AGAIN, Law0Report
@@ -171,13 +171,16 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
                 f"what the world model recorded in an earlier session: a reference, no evidence")
     shown = head_tail(check.output.strip(), 200) or "(nothing)"
     first = self.derived
-    same_void = False
+    same_void, content, rows = False, "", None
     if first.effects is not None:
         ok = check.effects is not None and \
             _state(check.effects) == _state(ev.snapshot(self.workspace))
     elif file:
-        ok = bool(check.output.strip()) and ev.same_content(
-            _read(os.path.join(self.workspace, file)), check.output, numbers=check.sql)
+        content = _read(os.path.join(self.workspace, file))
+        # a query prints rows: after a header of its columns, the first check vouched for
+        rows = sqlcheck.rows_after_header(content, check.query) if check.sql else None
+        ok = bool(check.output.strip()) and any(
+            ev.same_content(c, check.output, numbers=check.sql) for c in (content, rows) if c)
     else:
         verdict = ev.agree(report.answer, check.output, goal=self.goal,
                            data=[o for _, o in _outputs(records)] + [first.output, check.output])
@@ -206,7 +209,7 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
                                              verified=True)]
         if echo:
             return f"the second check agrees, but not independently: {echo[0]}"
-        if check.sql and file and len(_read(os.path.join(self.workspace, file)).splitlines()) > 1:
+        if check.sql and file and rows is None and len(content.splitlines()) > 1:
             # a query prints rows, never a header line: alone it cannot tell whether the
             # rows of a file should follow one (dev name-email-copy: the executor copied a
             # shown check that dropped the header the goal keeps, and a query "confirmed" it)

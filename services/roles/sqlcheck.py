@@ -314,6 +314,20 @@ def parse_query(text: str) -> str:
     return query if re.match(r"(?is)\s*(SELECT|WITH)\b", query) else ""
 
 
+def rows_after_header(content: str, query: str) -> Optional[str]:
+    """`content` without its first line, when that line is a header of the query's columns —
+    each of its fields (comma, tab or semicolon separated) a word of the query — else None. A
+    query prints rows, never a header: the rows of a file that begins with its column names are
+    what it can confirm (dev active-users-csv: `name,email` then the rows, and the query's
+    right rows "did not agree")."""
+    lines = content.splitlines(keepends=True)
+    if len(lines) < 2:
+        return None
+    fields = [f.strip().strip('"').lower() for f in re.split(r"[,\t;]", lines[0].strip())]
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower()))
+    return "".join(lines[1:]) if fields and all(f in words for f in fields) else None
+
+
 def command(files: list[str], query: str) -> str:
     """The query as the `python3 -c` program that loads the files and prints its rows."""
     code = f"{LOADER}\nQUERY = {query!r}\nrun({files!r}, QUERY)\n"
