@@ -1220,6 +1220,33 @@ def test_a_change_goal_whose_file_no_work_changed_and_no_check_confirms_is_not_d
     assert j.kind == "matched" and not j.outcome.verified, j
 
 
+def test_a_file_an_earlier_round_left_is_no_derivation_of_a_check_that_wrote_nothing(settings,
+                                                                                     ws):
+    """dev avg-200-latency: an earlier round wrote a wrong 10.0 to avg.txt; the next round's
+    check matched no line, printed nothing and wrote nothing — and the 10.0 on its scratch copy
+    was taken for its derivation, agreeing with the wrong file. Only a file the check wrote is
+    its derivation; one that writes it still counts."""
+    require_sandbox(settings, "the check is a program run on a scratch copy")
+    from services.roles.programs import python_command
+    (ws / "avg.txt").write_text("10.0\n")
+    goal = "Write the average population of the cities in cities.csv to avg.txt"
+    silent = ("FILE: avg.txt\nPYTHON:\nimport csv\nfor r in csv.DictReader(open('cities.csv')):\n"
+              "    if r['country'] == 'Mars':\n        print(r['population'])")
+    av = validator(settings, goal, silent, "FILE: avg.txt\nCOMMAND: ")
+    j = av.judge(result([run(settings, python_command("open('avg.txt', 'w').write('10.0\\n')"))],
+                        "done"))
+    # derived nothing, and the work left avg.txt as it was: not done
+    assert j.kind == "retry" and "holds exactly" not in str(j), j
+    assert "nothing in the workspace changed" in j.correction.what_was_wrong, j
+    writes = ("FILE: avg.txt\nPYTHON:\nimport csv\nrows = list(csv.DictReader(open('cities.csv'"
+              ")))\nopen('avg.txt', 'w').write(str(sum(int(r['population']) for r in rows) / "
+              "len(rows)) + '\\n')")
+    av = validator(settings, goal, writes)
+    j = av.judge(result([run(settings, python_command("open('avg.txt', 'w').write('10.0\\n')"))],
+                        "done"))
+    assert j.kind == "retry" and "501666" in j.correction.what_was_wrong, j
+
+
 def test_a_first_check_that_crashed_is_mended_in_its_own_form(settings, ws):
     """The first check's program names a key the file lacks (dev server-port: a configparser
     section that is not there). Shown its reply and the KeyError it is asked once more in its

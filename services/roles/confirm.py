@@ -233,6 +233,18 @@ def _read(path: str) -> str:
         return ""
 
 
+def _written(path: str, before: str) -> bool:
+    """A check wrote `path` on its scratch copy: it is there and was not, or its time changed
+    (the copy keeps each file's time). A file an earlier round left, which the check did not
+    touch, is no derivation (dev avg-200-latency: a check that matched no line "derived" the
+    wrong 10.0 an earlier round had written, and agreed with it)."""
+    try:
+        return os.path.isfile(path) and (not os.path.isfile(before) or
+                                         os.stat(path).st_mtime_ns != os.stat(before).st_mtime_ns)
+    except OSError:
+        return False
+
+
 def _outputs(records: list[ToolCallRecord]) -> list[tuple[str, str]]:
     """(what the call spelt out, what it printed) of the successful calls."""
     return [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")

@@ -49,7 +49,7 @@ from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
-from .confirm import (_norm_cmd, _outputs, _read, _state, confirm, first_check,
+from .confirm import (_norm_cmd, _outputs, _read, _state, _written, confirm, first_check,
                       unsupported, valueless_first)
 from .filecheck import raw, void
 from .law0report import (ANSWER_AGAIN, Law0Report, answer_text, claims_absence, record_flaw,
@@ -373,9 +373,9 @@ class Verifier:
                 os.makedirs(os.path.dirname(written), exist_ok=True)
             out = Toolbox(dataclasses.replace(self.settings, workspace=Path(scratch))
                           ).run_confined(check.command)
-            if not out.error and written and os.path.isfile(written) and (
-                    ev.is_absence(out.output) or
-                    _read(written) != _read(os.path.join(root, check.output_file))):
+            before = os.path.join(root, check.output_file)
+            if not out.error and written and _written(written, before) and (
+                    ev.is_absence(out.output) or _read(written) != _read(before)):
                 # the file it wrote is its derivation, whatever else it printed (a listing)
                 with open(written, encoding="utf-8", errors="replace") as fh:
                     out.output = fh.read(1 << 20) or "(no output)"
