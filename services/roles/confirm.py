@@ -58,9 +58,9 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
     not settle it (printed nothing, or agreed only by the executor's method) gives way to one
     more sample in the first form, at a temperature that lets it take another way, if it reads
     the data otherwise than the first check; one that derived something else is a
-    contradiction, and no third sample outvotes it. With `independent_of`, the first check agreed using the
-    executor's own method (or after the executor saw its output): then only a confirming
-    derivation of another method than the executor's counts, and it turns the result
+    contradiction, and no third sample outvotes it. With `independent_of`, the first check
+    agreed using the executor's own method (or after the executor saw its output): then only a
+    confirming derivation of another method than the executor's counts, and it turns the result
     verified; a contradicting one that is independent itself fails it. Otherwise the result is
     done but unverified, saying what the checks printed."""
     first = self.derived
