@@ -522,6 +522,19 @@ def test_a_program_is_never_shown_flattened_into_one_line():
         "shell ls -la → ok"
 
 
+def test_a_call_that_printed_only_errors_is_not_shown_as_ok():
+    """`find … -exec rename …` without `rename` exits 0 and prints one error per file: the
+    retry prompt listed it "→ ok", as if the files had been renamed."""
+    from services.roles.executor import describe_call
+    out = "find: ‘rename’: No such file or directory\n" * 3
+    line = describe_call(ToolCallRecord(tool="shell", target="find d -exec rename x {} \\;",
+                                        output=out))
+    assert line.endswith("→ did nothing, it printed only errors: "
+                         "find: ‘rename’: No such file or directory"), line
+    mixed = "renamed a.txt\nmv: cannot stat 'b.txt': No such file or directory\n"
+    assert describe_call(ToolCallRecord(tool="shell", target="x", output=mixed)).endswith("→ ok")
+
+
 def test_a_correction_that_asks_for_a_program_gets_the_program_form(settings, toolbox):
     """After a rejected program the other form is asked for — unless the correction itself says
     to write a PYTHON: program (asked for a command, the model wrote `touch lists/books.md`)."""

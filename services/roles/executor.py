@@ -28,6 +28,7 @@ from services.runtime import tasklog, telemetry, world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import BudgetSpent, LLMError
 from services.safety import evidence, mcp, overview, referents
+from services.safety.record import printed_only_errors
 from services.safety.tools import TOOL_SPECS, Toolbox, approval_note, head_tail, one_line
 
 from .steps import ExecutorStep, parse_local_step
@@ -56,10 +57,15 @@ def signature(tool: str, args: dict[str, Any]) -> str:
 
 
 def describe_call(record: ToolCallRecord, limit: int = 160) -> str:
-    """One line per call: `shell ls -la → ok` / `→ ERROR: …` (used in correction prompts)."""
+    """One line per call: `shell ls -la → ok` / `→ ERROR: …` (used in correction prompts). A call
+    that exited 0 but printed only error messages is not shown as "ok": the retry would build on
+    work that never happened (dev rename-txt-to-md)."""
     target = one_line(record.target or json.dumps(record.arguments, ensure_ascii=False), limit)
     if record.error:
         return f"{record.tool} {target} → ERROR: {' '.join(record.error.split())[:120]}"
+    printed = printed_only_errors(record.output)
+    if printed:
+        return f"{record.tool} {target} → did nothing, it printed only errors: {printed[:120]}"
     return f"{record.tool} {target} → ok"
 
 

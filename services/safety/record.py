@@ -39,6 +39,16 @@ def _failed_texts(records: Iterable[ToolCallRecord]) -> list[str]:
     return out
 
 
+def printed_only_errors(output: str) -> str:
+    """The first line of an output in which every line is an error message ('' otherwise): a
+    command can exit 0 having done nothing (`find … -exec rename` with no `rename` prints one
+    "No such file or directory" per file and still exits 0)."""
+    lines = [line for line in (output or "").splitlines() if line.strip()]
+    if lines and all(_ERROR_SHAPES.search(line) for line in lines):
+        return lines[0].strip()
+    return ""
+
+
 def _is_code(text: str) -> bool:
     """A program or a command rather than a value: Python statements (an import, a loop, an
     assignment, a call of a function on something) or a shell command line."""
