@@ -24,11 +24,13 @@ class FakeLLM:
     def __init__(self, *replies, local: bool = False):
         self.replies = list(replies)
         self.prompts: list[str] = []
+        self.temperatures: list = []
         self.local = local
 
     def complete_text(self, system, user, task_id="", max_tokens=None, temperature=None):
         """The local executor's and the checker's plain-text protocol, from the same replies."""
         self.prompts.append(user)
+        self.temperatures.append(temperature)
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
             raise reply

@@ -1193,6 +1193,8 @@ def test_a_second_check_that_crashed_is_mended_from_its_error_and_stays_independ
     repair = av.verifier.llm.prompts[2]
     assert "total += r['population']" in repair and "TypeError" in repair, repair
     assert SUM not in repair and "985000" not in repair, repair
+    # asked freer: at temperature 0 the model repeated the crashed program verbatim
+    assert av.verifier.llm.temperatures == [None, None, 0.7], av.verifier.llm.temperatures
     # mended, it still disagrees: a contradiction as ever, never "verified"
     wrong = SUM_PY.replace("'Norway'", "'France'")
     av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
@@ -1259,6 +1261,7 @@ def test_a_first_check_that_crashed_is_mended_in_its_own_form(settings, ws):
     assert j.kind == "matched" and j.outcome.verified, j.outcome
     prompts = av.verifier.llm.prompts
     assert "KeyError: 'pop'" in prompts[1] and "r['pop']" in prompts[1], prompts[1]
+    assert av.verifier.llm.temperatures[:2] == [None, 0.7], av.verifier.llm.temperatures
     assert any("printed: 985000" in c for c in j.outcome.checks), j.outcome.checks
 
 

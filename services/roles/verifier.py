@@ -49,8 +49,8 @@ from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
-from .confirm import (_norm_cmd, _outputs, _read, _state, _written, confirm, first_check,
-                      unsupported, valueless_first)
+from .confirm import (RESAMPLE_TEMPERATURE, _norm_cmd, _outputs, _read, _state, _written,
+                      confirm, first_check, unsupported, valueless_first)
 from .filecheck import raw, void
 from .law0report import (ANSWER_AGAIN, Law0Report, answer_text, claims_absence, record_flaw,
                          unconfirmed_absence)
@@ -219,9 +219,13 @@ class Verifier:
         that suits the goal — a program for a goal about a data file. With `query` (by default
         whenever the shell form is asked), an SQL query over the tables of the goal's tabular
         files instead, where there are any (sqlcheck.py). `file`: the output file an earlier
-        check of this result named, this one's when its reply names none."""
+        check of this result named, this one's when its reply names none. `repair`: a crash it
+        is shown, and asked freer (at temperature 0 the 1.5B repeated 10 of 11 crashed
+        programs verbatim, error shown or not)."""
         self.start()
         check = DerivedCheck()
+        if repair is not None and temperature is None:
+            temperature = RESAMPLE_TEMPERATURE
         root = self.before_dir or self.workspace
         settings = dataclasses.replace(self.settings, workspace=Path(root))
         toolbox = Toolbox(settings)
