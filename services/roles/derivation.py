@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from services.roles.programs import python_code, python_command
-from services.safety import evidence as ev
+from services.safety import evidence as ev, referents
 
 
 class Derivation(BaseModel):
@@ -214,3 +214,29 @@ def restates(command: str, output: str, goal: str) -> bool:
 
 def not_found(error: str) -> bool:
     return bool(re.search(r"no such file|cannot open|does not exist", error or "", re.I))
+
+
+def names_missing(self: Any, error: str) -> bool:
+    """(`Verifier`) A check that failed on what the goal names and the workspace lacks has
+    found an absence: a key (`KeyError: 'rating'`) that is one of the goal's absent terms, or a path
+    ("No such file") that is a file or folder the goal names and the resolution found
+    missing — not any word of the goal a command happened to use as a path."""
+    key = missing_key(error)
+    if key:
+        return looks_for_absent(self, key)
+    if not not_found(error):
+        return False
+    named = {m.strip("'\"‘’`").rstrip("/").rsplit("/", 1)[-1].lower() for m in re.findall(
+        r"([^\s:]+): (?:No such file|cannot open|does not exist)", error, re.I)}
+    refs = referents.coerce(self.subtask.referents) or \
+        referents.resolve(self.goal, self.before_dir or self.workspace)
+    return any(r.kind in ("file", "folder") and r.status == "missing" and
+               r.text.rstrip("/").rsplit("/", 1)[-1].lower() in named for r in refs)
+
+
+def looks_for_absent(self: Any, command: str) -> bool:
+    """(`Verifier`) The check's command names something the goal names and the workspace
+    lacks."""
+    absent = ev.absent_terms(self.goal, self.before_dir or self.workspace)
+    words = set(ev.tokens(command)) | {w.lower() for w in re.findall(r"[\w.]+", command)}
+    return any(t in words for t in absent)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -41,8 +40,8 @@ from protocol.messages import ExecutionResult, SubTask, ToolCallRecord
 from protocol.settings import Settings
 
 from services.roles import calibration, filecheck, independence, rounds, sqlcheck
-from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, missing_key,
-                                       named_in, not_found, parse_derivation, repair_note,
+from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, looks_for_absent,
+                                       named_in, names_missing, parse_derivation, repair_note,
                                        restates, strip_redirect)
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime import world
@@ -88,6 +87,7 @@ class Verifier:
     """The Law 0 checks of one subtask (all its attempts)."""
 
     _confirm = confirm              # k-of-N (services/roles/confirm.py)
+    _names_missing, _looks_for_absent = names_missing, looks_for_absent     # (derivation.py)
 
     def __init__(self, subtask: SubTask, llm, settings: Settings, *, goal: str = ""):
         self.subtask = subtask
@@ -643,29 +643,6 @@ class Verifier:
             report.unverified.append(f"files changed that the goal did not ask for: "
                                      f"{', '.join(unexpected[:10])}")
         return report
-
-    def _names_missing(self, error: str) -> bool:
-        """A check that failed on what the goal names and the workspace lacks has found an
-        absence: a key (`KeyError: 'rating'`) that is one of the goal's absent terms, or a path
-        ("No such file") that is a file or folder the goal names and the resolution found
-        missing — not any word of the goal a command happened to use as a path."""
-        key = missing_key(error)
-        if key:
-            return self._looks_for_absent(key)
-        if not not_found(error):
-            return False
-        named = {m.strip("'\"‘’`").rstrip("/").rsplit("/", 1)[-1].lower() for m in re.findall(
-            r"([^\s:]+): (?:No such file|cannot open|does not exist)", error, re.I)}
-        refs = referents.coerce(self.subtask.referents) or \
-            referents.resolve(self.goal, self.before_dir or self.workspace)
-        return any(r.kind in ("file", "folder") and r.status == "missing" and
-                   r.text.rstrip("/").rsplit("/", 1)[-1].lower() in named for r in refs)
-
-    def _looks_for_absent(self, command: str) -> bool:
-        """The check's command names something the goal names and the workspace lacks."""
-        absent = ev.absent_terms(self.goal, self.before_dir or self.workspace)
-        words = set(ev.tokens(command)) | {w.lower() for w in re.findall(r"[\w.]+", command)}
-        return any(t in words for t in absent)
 
     def _mark_echo(self, report: Law0Report, derived: DerivedCheck,
                    records: list[ToolCallRecord], what: str) -> None:
