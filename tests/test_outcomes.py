@@ -555,3 +555,38 @@ def test_the_gates_approval_note_is_no_answer(settings):
     # R4a then says what changed: the placeholder is no answer of its own
     from services.roles.filecheck import raw
     assert raw(SILENT_WRITE, [])
+
+
+def test_a_check_that_names_the_made_file_bare_means_where_the_goal_put_it(settings):
+    """dev books-md-table at 1d14656: the goal makes lists/books.md ("right next to"
+    lists/books.csv) and the executor wrote it there; the check named `books.md` and its program
+    wrote books.md at the top of its copy. Judged against the bare name, the work was "missing
+    books.md" and the retry wrote one at the top. The check's FILE is where the goal's resolution
+    put that name, and what its program wrote under the bare name is its derivation all the
+    same."""
+    from services.safety import sandbox
+    if sandbox.status(settings).mode != "bubblewrap":
+        pytest.skip("the check is a program run on a scratch copy in the sandbox")
+    ws = settings.workspace
+    (ws / "lists").mkdir()
+    (ws / "lists" / "books.csv").write_text("title,year\nDune,1965\nEmma,1815\n")
+    goal = ("take the titles from lists/books.csv and save them right next to it as titles.txt, "
+            "one per line")
+    assert referents.to_make(validator(settings, goal).verifier.subtask.referents) == \
+        ["lists/titles.txt"]
+    writes_bare = ("FILE: titles.txt\nPYTHON:\nimport csv\nwith open('titles.txt', 'w') as f:\n"
+                   "    for r in csv.DictReader(open('lists/books.csv')):\n"
+                   "        f.write(r['title'] + '\\n')")
+    prints = "FILE: titles.txt\nCOMMAND: tail -n +2 lists/books.csv | cut -d, -f1"
+    av = validator(settings, goal, writes_bare, prints)
+    work = run(settings, "tail -n +2 lists/books.csv | cut -d, -f1 > lists/titles.txt")
+    j = av.judge(result([work], "lists/titles.txt written"))
+    assert j.kind == "matched", j
+    assert "does not exist" not in str(j.outcome), j.outcome
+    assert any("lists/titles.txt: 2 line(s)" in c for c in j.outcome.checks), j.outcome.checks
+    assert not (ws / "titles.txt").exists()
+    # a wrong file where the goal put it is still caught by the same checks
+    (ws / "lists" / "titles.txt").write_text("Dune\n")
+    av = validator(settings, goal, writes_bare)
+    j = av.judge(result([run(settings, "cat lists/titles.txt")], "lists/titles.txt written"))
+    assert j.kind == "retry" and "Emma" in j.correction.what_was_wrong, j

@@ -71,6 +71,7 @@ class DerivedCheck:
     query: str = ""                     # an SQL query over the loaded tables (sqlcheck.py)
     recalled: str = ""                  # it restates this fact of the world's projection
     reply: str = ""                     # the checker's reply as written (shown if it crashed)
+    named: str = ""                     # its FILE as it named it (output_file: as resolved)
 
     @property
     def sql(self) -> bool:
@@ -265,8 +266,9 @@ class Verifier:
         if check.output_file and os.path.exists(os.path.join(before, check.output_file)) and \
                 not ev.asks_to_change(self.goal):
             check.output_file = ""     # an input a question reads, never a file to rewrite
-        check.output_file = check.output_file or file
-        check.command = strip_redirect(reply.command.strip(), check.output_file)
+        check.named = check.output_file or file     # where its own program would write it
+        check.output_file = referents.placed(check.named, self.subtask.referents)
+        check.command = strip_redirect(reply.command.strip(), check.named)
         check.program = check.command.startswith(PYTHON_PREFIX)   # the form it replied in
         check.query = sql
         if not check.command:
@@ -369,20 +371,22 @@ class Verifier:
             if not ev.copy_tree(root, scratch):
                 return Toolbox(dataclasses.replace(self.settings, workspace=Path(root))
                                ).run_confined(check.command, writable=False)
-            written = os.path.join(scratch, check.output_file) if check.output_file else ""
-            if written:
+            spots = [p for p in dict.fromkeys((check.output_file, check.named)) if p]
+            for spot in spots:
                 # the folder of a file the goal makes may be made with it ("as backup/x.txt,
                 # the backup folder doesn't exist yet"): a check that writes the file there must
                 # not fail for want of it
-                os.makedirs(os.path.dirname(written), exist_ok=True)
+                os.makedirs(os.path.dirname(os.path.join(scratch, spot)), exist_ok=True)
             out = Toolbox(dataclasses.replace(self.settings, workspace=Path(scratch))
                           ).run_confined(check.command)
-            before = os.path.join(root, check.output_file)
-            if not out.error and written and _written(written, before) and (
-                    ev.is_absence(out.output) or _read(written) != _read(before)):
-                # the file it wrote is its derivation, whatever else it printed (a listing)
-                with open(written, encoding="utf-8", errors="replace") as fh:
-                    out.output = fh.read(1 << 20) or "(no output)"
+            for written, before in ((os.path.join(scratch, p), os.path.join(root, p))
+                                    for p in spots):
+                if not out.error and _written(written, before) and (
+                        ev.is_absence(out.output) or _read(written) != _read(before)):
+                    # the file it wrote is its derivation, whatever else it printed (a listing)
+                    with open(written, encoding="utf-8", errors="replace") as fh:
+                        out.output = fh.read(1 << 20) or "(no output)"
+                    break
             if effects and not out.error:
                 after = ev.snapshot(scratch)
                 if _state(after) != _state(self.before):
@@ -393,7 +397,7 @@ class Verifier:
                 changed = {p for p, v in _state(ev.snapshot(scratch)).items()
                            if _state(self.before).get(p) != v} | \
                     (set(self.before) - set(ev.snapshot(scratch)))
-                changed.discard(check.output_file)
+                changed -= set(spots)
                 if changed:
                     out.error = (f"the check changed files it was to read "
                                  f"({', '.join(sorted(changed)[:5])})")

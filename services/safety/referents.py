@@ -633,6 +633,20 @@ def to_make(refs: Iterable) -> list[str]:
             not os.path.isabs(os.path.expanduser(ref.text))]
 
 
+def placed(path: str, refs: Iterable) -> str:
+    """Where the goal's resolution put a file someone names by its bare name: `books.md` is
+    lists/books.md when the goal makes that ("right next to" lists/books.csv; a check that
+    named books.md found none at the top of the workspace and had the executor write one
+    there). `path` itself when the goal makes it as written, or when not exactly one path the
+    goal makes ends with it."""
+    made = to_make(refs)
+    tail = os.path.normpath(path) if path else ""
+    if not path or path in made or tail in made or os.path.isabs(tail) or tail.startswith(".."):
+        return path
+    tails = [m for m in made if m.endswith("/" + tail)]
+    return tails[0] if len(tails) == 1 else path
+
+
 def unmade(refs: Iterable, workspace: str, goal: str) -> list[str]:
     """The files the goal makes that do not exist yet in the workspace (the goal's words, as the
     referents hold them): while one is missing, the work is not finished, whatever a silent
