@@ -590,3 +590,35 @@ def test_a_check_that_names_the_made_file_bare_means_where_the_goal_put_it(setti
     av = validator(settings, goal, writes_bare)
     j = av.judge(result([run(settings, "cat lists/titles.txt")], "lists/titles.txt written"))
     assert j.kind == "retry" and "Emma" in j.correction.what_was_wrong, j
+
+
+def test_what_an_earlier_rounds_check_derived_for_a_file_still_contradicts_it(settings):
+    """dev failed-login-days at 1d14656: round 1's check derived the days and refuted the full
+    timestamps twice; round 2 wrote the same timestamps, its own check crashed, and the task
+    ended "done, but not verified", wrong. An earlier round's check of the same file on the
+    same inputs counts as for an answer: not done where no check of this round confirms it."""
+    from services.roles.programs import python_command
+    ws = settings.workspace
+    (ws / "auth.log").write_text("2024-05-01T22:40:11 LOGIN_FAILED user=ben\n"
+                                 "2024-05-02T07:05:59 LOGIN_OK user=ben\n"
+                                 "2024-05-03T13:00:00 LOGIN_FAILED user=dev\n")
+    goal = "Write the day (like 2024-05-02) of every failed login in auth.log to failed_days.txt"
+    days = {"output_file": "failed_days.txt",
+            "command": "awk '$2 == \"LOGIN_FAILED\" {print substr($1, 1, 10)}' auth.log"}
+    stamps = python_command("open('failed_days.txt', 'w').write(''.join(l.split()[0] + '\\n' "
+                            "for l in open('auth.log') if 'LOGIN_FAILED' in l))")
+    first = validator(settings, goal, days, subtask_id="st-round1")
+    assert first.judge(result([run(settings, stamps)], "done")).kind == "retry"
+    listing = python_command("open('failed_days.txt', 'w').write('auth.log\\n')")
+    assert first.judge(result([run(settings, listing)], "done", attempt=2)).kind == "failed"
+    crashed = {"output_file": "failed_days.txt", "command": "cat nope.txt"}
+    later = validator(settings, goal, crashed, crashed, crashed, subtask_id="st-round2")
+    j = later.judge(result([run(settings, stamps)], "done"))
+    assert j.kind == "retry", j
+    assert "an earlier round of this task ran" in j.correction.what_was_wrong and \
+        "2024-05-03\n" in j.correction.what_was_wrong, j.correction
+    # the days themselves agree with it: judged as before (no check of this round: unverified)
+    right = python_command("open('failed_days.txt', 'w').write('2024-05-01\\n2024-05-03\\n')")
+    again = validator(settings, goal, crashed, crashed, crashed, subtask_id="st-round3")
+    j = again.judge(result([run(settings, right)], "done"))
+    assert j.kind == "matched" and not j.outcome.verified, j

@@ -13,36 +13,41 @@ check in the other form (`stands_by`)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from protocol.messages import ToolCallRecord
 
 from services.runtime import tasklog
-from services.safety import evidence as ev
+from services.safety import evidence as ev, referents
 from services.safety.tools import head_tail
-from .confirm import _norm_cmd, _outputs
+from .confirm import _norm_cmd, _outputs, _read
 from .law0report import Law0Report
 
 if TYPE_CHECKING:
     from .verifier import Verifier
 
 
-def inputs_digest(verifier: Verifier) -> str:
-    """The workspace before the subtask, by path and content: the same digest, the same inputs."""
+def inputs_digest(verifier: Verifier, skip: frozenset = frozenset()) -> str:
+    """The workspace before the subtask, by path and content: the same digest, the same inputs.
+    `skip`: files an earlier, failed round left (the output it wrote is no input)."""
     h = hashlib.sha256()
     for path, state in sorted(verifier.before.items()):
-        h.update(f"{path}\0{state.digest or state.size}\n".encode())
+        if path not in skip:
+            h.update(f"{path}\0{state.digest or state.size}\n".encode())
     return h.hexdigest()
 
 
 def record(verifier: Verifier) -> dict:
     """The `subtask_end` fields a later round reads: the goal, the inputs, the checks that ran
     (not a recalled fact, not one that changed files: their output is a derived answer)."""
-    checks = [{"label": c.label, "output": c.output[:2000]}
+    checks = [{"label": c.label, "output": c.output[:2000],
+               **({"file": c.output_file} if c.output_file else {})}
               for c in [verifier.derived, *verifier.shown]
               if c is not None and c.available and not c.recalled and c.effects is None
-              and not c.output_file and c.output.strip()]
-    return {"goal": verifier.goal, "inputs": inputs_digest(verifier), "derived": checks}
+              and c.output.strip()]
+    return {"goal": verifier.goal, "derived": checks,
+            "inputs": inputs_digest(verifier, frozenset(rejected_files(verifier)))}
 
 
 def _earlier_ends(verifier: Verifier) -> Iterator[dict]:
@@ -60,35 +65,44 @@ def rejected_files(verifier: Verifier) -> set[str]:
             for p in event.get("changed") or [] if isinstance(p, str)}
 
 
+def _earlier_checks(verifier: Verifier) -> Iterator[dict]:
+    """The checks earlier rounds of this goal ran on the same inputs (the files a failed round
+    wrote aside)."""
+    digest = None
+    for event in _earlier_ends(verifier):
+        if event.get("goal") != verifier.goal:
+            continue
+        if digest is None:
+            digest = inputs_digest(verifier, frozenset(rejected_files(verifier)))
+        if event.get("inputs") == digest:
+            yield from event.get("derived") or []
+
+
 def contradicted(verifier: Verifier, report: Law0Report) -> Optional[str]:
     """The earlier round's check that contradicts this answer (as many values, not the same
     ones), described; None when there is none."""
     answer = report.answer
     if not ev.answer_values(answer):
         return None
-    digest = ""
-    for event in _earlier_ends(verifier):
-        if event.get("goal") != verifier.goal:
+    for check in _earlier_checks(verifier):
+        output = str(check.get("output") or "")
+        if check.get("file") or len(ev.answer_values(output)) != len(
+                ev.answer_values(answer)) or ev.agree(answer, output, goal=verifier.goal).agree:
             continue
-        digest = digest or inputs_digest(verifier)
-        if event.get("inputs") != digest:
-            continue
-        for check in event.get("derived") or []:
-            output = str(check.get("output") or "")
-            if len(ev.answer_values(output)) != len(ev.answer_values(answer)) or \
-                    ev.agree(answer, output, goal=verifier.goal).agree:
-                continue
-            return (f"an independent check an earlier round of this task ran "
-                    f"(`{head_tail(str(check.get('label') or ''), 120)}`) printed "
-                    f"{head_tail(output.strip(), 200)}")
+        return (f"an independent check an earlier round of this task ran "
+                f"(`{head_tail(str(check.get('label') or ''), 120)}`) printed "
+                f"{head_tail(output.strip(), 200)}")
     return None
 
 
 def apply(verifier: Verifier, report: Law0Report) -> Law0Report:
     """A verified answer an earlier round's check contradicts is unverified; one whose agreement
-    here is no evidence (or that no check here could confirm) fails, showing that check."""
-    if report.kind not in ("verified", "unverified") or ev.asks_to_change(verifier.goal):
+    here is no evidence (or that no check here could confirm) fails, showing that check. The
+    same for the content of a file the goal makes (`_apply_file`)."""
+    if report.kind not in ("verified", "unverified"):
         return report
+    if ev.asks_to_change(verifier.goal):
+        return _apply_file(verifier, report)
     against = contradicted(verifier, report)
     if against is None:
         return report
@@ -149,3 +163,38 @@ def stands_by(self: Verifier, report: Law0Report,
            f"derived again after seeing the first")
     return Law0Report("unverified", why, report.checks, unverified=[why],
                       answer=report.answer)
+
+
+def _apply_file(verifier: Verifier, report: Law0Report) -> Law0Report:
+    """A file the goal makes whose content an earlier round's check of the same file on the
+    same inputs contradicts: never verified, and not done when no check of this round confirms
+    it (dev failed-login-days at 1d14656: round 2 wrote again the timestamps round 1's check had
+    refuted, its own check crashed, and it ended "done, but not verified", wrong)."""
+    derived = verifier.derived
+    made = [p for p in referents.to_make(verifier.subtask.referents)
+            if os.path.isfile(os.path.join(verifier.workspace, p))]
+    file = derived.output_file if derived is not None and derived.output_file else \
+        made[0] if len(made) == 1 else ""
+    content = _read(os.path.join(verifier.workspace, file)) if file else ""
+    if not content.strip():
+        return report
+    earlier = next((c for c in _earlier_checks(verifier) if c.get("file") == file and not
+                    ev.same_content(content, str(c.get("output") or ""))), None)
+    if earlier is None:
+        return report
+    expects = str(earlier.get("output") or "")
+    why = (f"{file} does not hold what an independent check an earlier round of this task ran "
+           f"(`{head_tail(str(earlier.get('label') or ''), 120)}`) derived")
+    if report.kind == "verified" or (derived is not None and derived.available and
+                                     not report.void):
+        report.kind = "unverified"
+        report.unverified.append(why)
+        return report
+    report.kind = "failed"
+    report.disagreement = True
+    report.evidence = f"{why}; no check of this round confirms it"
+    report.what_was_wrong = (f"{file} contains:\n{head_tail(content, 300)}\nbut {why}, which "
+                             f"expects:\n{head_tail(expects, 300)}")
+    report.what_to_do = (f"find which is right with another command that reads the inputs "
+                         f"another way, then write {file}")
+    return report
