@@ -186,6 +186,14 @@ def test_what_an_earlier_rounds_check_derived_still_contradicts_the_answer(setti
     assert j.kind == "retry", j
     assert "an independent check an earlier round of this task ran" in \
         j.correction.what_was_wrong and "printed 2" in j.correction.what_was_wrong, j.correction
+    # an answer that lists that value among others is a list of candidates, not the answer (dev
+    # section-timeout at f0b4f41: round 2 answered "30 5 45 300" for one section's timeout)
+    spray = validator(settings, goal, {"output_file": "", "command": "cat nope.txt"},
+                      {"output_file": "", "command": "cat nope.txt"}, subtask_id="st-round3")
+    listed = run(settings, "awk '$1 == \"ERROR\"' app.log | wc -l; grep -c INFO app.log; "
+                           "wc -l < app.log")
+    j = spray.judge(result([listed], "2\n3\n5"))
+    assert j.kind == "retry" and "lists among other values" in j.correction.what_was_wrong, j
     # another goal on the same files is another question: round 1's check says nothing of it
     other = validator(settings, "How many lines does app.log have?",
                       {"output_file": "", "command": "cat nope.txt"},
