@@ -630,3 +630,30 @@ def test_what_an_earlier_rounds_check_derived_for_a_file_still_contradicts_it(se
     again = validator(settings, goal, crashed, crashed, crashed, subtask_id="st-round3")
     j = again.judge(result([run(settings, right)], "done"))
     assert j.kind == "matched" and not j.outcome.verified, j
+
+
+def test_a_check_is_judged_on_the_copy_whatever_path_the_goal_spelt(settings):
+    """dev newest-report at f0b4f41: the goal named the folder by its absolute path, the check
+    used it, and on its copy of the workspace `ls -t /…/ws/reports | head -n 1` printed "No such
+    file or directory" — exit 0, taken for the check's value, so a disagreement. The goal's
+    absolute paths into the workspace are relative on the copy, and a check that printed only
+    errors crashed: it derived nothing (no contradiction)."""
+    import os
+    ws = settings.workspace
+    (ws / "reports").mkdir()
+    for name, when in (("a.txt", 1_700_000_000), ("b.txt", 1_710_000_000)):
+        (ws / "reports" / name).write_text(name)
+        os.utime(ws / "reports" / name, (when, when))
+    goal = f"what's the most recently modified file in {ws}/reports? just its name"
+    newest = "FILE: none\nCOMMAND: ls -t " + str(ws) + "/reports | head -n 1"
+    by_time = ("FILE: none\nPYTHON:\nimport os\nprint(max(os.listdir('reports'), "
+               "key=lambda f: os.path.getmtime('reports/' + f)))")
+    av = validator(settings, goal, newest, by_time)
+    j = av.judge(result([run(settings, "ls -t reports | head -n 1")], "b.txt"))
+    assert j.kind == "matched", j
+    assert any(c.endswith("printed: b.txt") for c in j.outcome.checks), j.outcome.checks
+    assert "cannot access" not in str(j.outcome)
+    errors_only = "FILE: none\nCOMMAND: ls -t nodir 2>&1 | head -n 1"
+    av = validator(settings, goal, errors_only, errors_only)
+    j = av.judge(result([run(settings, "ls -t reports | head -n 1")], "b.txt"))
+    assert j.kind == "matched" and not j.outcome.verified, j

@@ -8,6 +8,7 @@ or a FILE line and a PYTHON program for a goal about a data file — parsed here
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 from typing import Any, Iterable
@@ -132,6 +133,18 @@ def repair_note(check: Any, files: Iterable[str] = ()) -> str:
         note += (f"\nThere is no {path}: {name} is {' or '.join(where[:3])} (paths are "
                  f"relative to the workspace folder, the current directory).")
     return note + "\nReply again in the same form, with that mistake fixed."
+
+
+def workspace_relative(command: str, workspace: str) -> str:
+    """A check runs on a copy of the workspace: the goal's absolute paths into the workspace
+    name nothing there, so they become relative (dev newest-report: `ls -t /…/ws/reports` on
+    the copy printed "No such file or directory")."""
+    for root in sorted({os.path.realpath(workspace), os.path.abspath(workspace)}, key=len,
+                       reverse=True):
+        if root and root != os.sep:
+            command = command.replace(root + os.sep, "")
+            command = re.sub(re.escape(root) + r"(?![\w.-])", ".", command)
+    return command
 
 
 def missing_path(error: str) -> str:

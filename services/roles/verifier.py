@@ -42,7 +42,7 @@ from protocol.settings import Settings
 from services.roles import calibration, filecheck, independence, rounds, sqlcheck
 from services.roles.derivation import (SYSTEM, SYSTEM_PYTHON, clean_path, looks_for_absent,
                                        named_in, names_missing, parse_derivation, repair_note,
-                                       restates, strip_redirect)
+                                       restates, strip_redirect, workspace_relative)
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime import world
 from services.runtime.journal import ToolJournal
@@ -268,7 +268,8 @@ class Verifier:
             check.output_file = ""     # an input a question reads, never a file to rewrite
         check.named = check.output_file or file     # where its own program would write it
         check.output_file = referents.placed(check.named, self.subtask.referents)
-        check.command = strip_redirect(reply.command.strip(), check.named)
+        check.command = workspace_relative(strip_redirect(reply.command.strip(), check.named),
+                                           self.workspace)
         check.program = check.command.startswith(PYTHON_PREFIX)   # the form it replied in
         check.query = sql
         if not check.command:
@@ -293,6 +294,8 @@ class Verifier:
             return check
         else:
             out = toolbox.run("shell", {"command": check.command})
+        if not out.error and record.printed_only_errors(out.output):
+            out.error = out.output.strip()[:300]    # `ls -t missing | head -1` exits 0
         check.output = "" if ev.is_absence(out.output) else out.output
         check.error = out.error or ""
         if out.error and self._names_missing(out.error):
