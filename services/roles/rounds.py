@@ -113,19 +113,27 @@ def apply(verifier: Verifier, report: Law0Report) -> Law0Report:
     against = contradicted(verifier, report)
     if against is None:
         return report
+    return _against(verifier, report, against,
+                    f"your answer {head_tail(report.answer, 200)!r} does not agree with {against}",
+                    "find which is right with another command that reads the inputs another "
+                    "way, then give the result the goal asks for")
+
+
+def _against(verifier: Verifier, report: Law0Report, why: str, what_was_wrong: str,
+             what_to_do: str) -> Law0Report:
+    """An earlier round's check contradicts the result (`why`): never verified, and not done
+    where this round's agreement is no evidence or no check of this round could confirm it."""
     derived = verifier.derived
     if report.kind == "verified" or (derived is not None and derived.available and
                                      not report.void):
         report.kind = "unverified"
-        report.unverified.append(against)
+        report.unverified.append(why)
         return report
     report.kind = "failed"
     report.disagreement = True
-    report.evidence = f"{against}; no check of this round confirms the answer"
-    report.what_was_wrong = f"your answer {head_tail(report.answer, 200)!r} does not agree " \
-                            f"with {against}"
-    report.what_to_do = "find which is right with another command that reads the inputs " \
-                        "another way, then give the result the goal asks for"
+    report.evidence = f"{why}; no check of this round confirms it"
+    report.what_was_wrong = what_was_wrong
+    report.what_to_do = what_to_do
     return report
 
 
@@ -192,16 +200,7 @@ def _apply_file(verifier: Verifier, report: Law0Report) -> Law0Report:
     expects = str(earlier.get("output") or "")
     why = (f"{file} does not hold what an independent check an earlier round of this task ran "
            f"(`{head_tail(str(earlier.get('label') or ''), 120)}`) derived")
-    if report.kind == "verified" or (derived is not None and derived.available and
-                                     not report.void):
-        report.kind = "unverified"
-        report.unverified.append(why)
-        return report
-    report.kind = "failed"
-    report.disagreement = True
-    report.evidence = f"{why}; no check of this round confirms it"
-    report.what_was_wrong = (f"{file} contains:\n{head_tail(content, 300)}\nbut {why}, which "
-                             f"expects:\n{head_tail(expects, 300)}")
-    report.what_to_do = (f"find which is right with another command that reads the inputs "
-                         f"another way, then write {file}")
-    return report
+    return _against(verifier, report, why, f"{file} contains:\n{head_tail(content, 300)}\nbut "
+                    f"{why}, which expects:\n{head_tail(expects, 300)}",
+                    f"find which is right with another command that reads the inputs another "
+                    f"way, then write {file}")
