@@ -186,10 +186,11 @@ def _apply_file(verifier: Verifier, report: Law0Report) -> Law0Report:
     it (dev failed-login-days at 1d14656: round 2 wrote again the timestamps round 1's check had
     refuted, its own check crashed, and it ended "done, but not verified", wrong)."""
     derived = verifier.derived
-    made = [p for p in referents.to_make(verifier.subtask.referents)
-            if os.path.isfile(os.path.join(verifier.workspace, p))]
-    file = derived.output_file if derived is not None and derived.output_file else \
-        made[0] if len(made) == 1 else ""
+    file = derived.output_file if derived is not None else ""
+    if not file:                  # the check named none: the one file the goal makes, if made
+        made = [p for p in referents.to_make(verifier.subtask.referents)
+                if os.path.isfile(os.path.join(verifier.workspace, p))]
+        file = made[0] if len(made) == 1 else ""
     content = _read(os.path.join(verifier.workspace, file)) if file else ""
     if not content.strip():
         return report

@@ -88,7 +88,6 @@ class Verifier:
     """The Law 0 checks of one subtask (all its attempts)."""
 
     _confirm = confirm              # k-of-N (services/roles/confirm.py)
-    _names_missing, _looks_for_absent = names_missing, looks_for_absent     # (derivation.py)
 
     def __init__(self, subtask: SubTask, llm, settings: Settings, *, goal: str = ""):
         self.subtask = subtask
@@ -298,7 +297,7 @@ class Verifier:
             out.error = out.output.strip()[:300]    # `ls -t missing | head -1` exits 0
         check.output = "" if ev.is_absence(out.output) else out.output
         check.error = out.error or ""
-        if out.error and self._names_missing(out.error):
+        if out.error and names_missing(self, out.error):
             check.output, check.available = "", True    # it named what the workspace lacks
             return check
         if out.law1 or (out.error and not ev.no_match(out.error)):
@@ -589,7 +588,7 @@ class Verifier:
                         what_was_wrong="everything the task names exists in the workspace files",
                         what_to_do="look at the files again and compute the answer with a "
                                    "command", answer=answer)
-                if not self._looks_for_absent(derived.command):
+                if not looks_for_absent(self, derived.command):
                     return unconfirmed_absence(
                         f"nothing found, but no check looked for {', '.join(absent[:3])}",
                         checks, answer)
