@@ -683,6 +683,16 @@ def _walk_files(base: str, glob: Any):
             yield os.path.join(dirpath, name)
 
 
+# setpriv asks for the signal after the fork: an owner that died in between is never signalled
+# for, so the next link goes on only while its parent is still the owner (else an orphaned
+# sandbox would wait forever on a setup nobody finishes).
+_OWNER_ALIVE = '[ "$PPID" = "$0" ] && exec "$@"; exit 125'
+
+
 def _with_pdeathsig(argv: list[str]) -> list[str]:
-    """The command killed by the kernel if the thread that started it dies (setpriv)."""
-    return [SETPRIV, "--pdeathsig", "KILL", "--", *argv] if SETPRIV else argv
+    """The command killed by the kernel if the thread that started it dies (setpriv), and never
+    started once this process is gone."""
+    if not SETPRIV:
+        return argv
+    return [SETPRIV, "--pdeathsig", "KILL", "--", "sh", "-c", _OWNER_ALIVE, str(os.getpid()),
+            *argv]
