@@ -1284,6 +1284,39 @@ def test_a_mended_check_is_told_where_a_file_it_could_not_open_is():
     assert "There is no" not in repair_note(typo, files) and repair_note(None, files) == ""
 
 
+def test_a_mended_check_sees_the_small_file_it_read_whole(settings, ws):
+    """dev server-port: the check, shown the first lines of config/app.ini (comments), guessed
+    `config['application']` and crashed with a KeyError; asked again with only its error it
+    wrote the same program. The repair is shown the small file the goal names and the program
+    read, whole, as the executor saw it — then the mended check and one in the other form
+    confirm the port."""
+    require_sandbox(settings, "the first check is a program")
+    from services.safety import referents
+    conf = ws / "config"
+    conf.mkdir()
+    (conf / "app.ini").write_text("; Application configuration\n; edit with care\n\n[database]\n"
+                                  "port = 5432\n\n[server]\n; port = 80\nport = 8080\n")
+    goal = "According to config/app.ini, which port does the web server listen on?"
+    guess = ("FILE: none\nPYTHON:\nimport configparser\nc = configparser.ConfigParser()\n"
+             "c.read('config/app.ini')\nprint(c['application']['port'])")
+    mended = guess.replace("'application'", "'server'")
+    other = "FILE: none\nCOMMAND: sed -n '/^\\[server\\]/,/^\\[/p' config/app.ini | awk '$1 == \"port\" {print $3}'"
+    av = validator(settings, goal, guess, mended, other)
+    av.subtask.referents = [r.as_dict() for r in referents.resolve(goal, str(ws))]
+    work = "awk -F' = ' '/^\\[server\\]/{s=1} s && $1==\"port\"{print $2; exit}' config/app.ini"
+    j = av.judge(result([run(settings, work)], "8080"))
+    repair = av.verifier.llm.prompts[1]
+    assert "KeyError" in repair and "config/app.ini as it is (whole):" in repair, repair
+    assert "[server]\n; port = 80\nport = 8080" in repair and work not in repair, repair
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    # an error that names a missing path is answered with where the file is, not its text
+    from services.roles.derivation import repair_note
+    from services.roles.verifier import DerivedCheck
+    lost = DerivedCheck(reply="PYTHON:\nopen('app.ini')", error="FileNotFoundError: [Errno 2] "
+                        "No such file or directory: 'app.ini'")
+    assert "as it is" not in repair_note(lost, ["config/app.ini"], {"config/app.ini": "x"})
+
+
 def test_a_check_that_printed_only_zero_is_no_evidence_either_way(settings, ws):
     """A check with a bug prints what a command over missing data prints (0): that neither
     confirms nor refutes the answer, so it is not thrown away (dev berlin-office-count: a right

@@ -11,7 +11,7 @@ import ast
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -115,13 +115,18 @@ def _file_field(file: str) -> str:
 
 # -- reading a derivation's reply and its failure (used by the verifier) ------------------
 
-def repair_note(check: Any, files: Iterable[str] = ()) -> str:
+def repair_note(check: Any, files: Iterable[str] = (),
+                whole: Optional[Mapping[str, str]] = None) -> str:
     """What a check that crashed is shown when it is asked again: its own reply and the error
     it ran into — never the executor's work, so the mended check stays independent. Asked the
     same question, the small model repeats its slip (a datetime compared with 0, a column the
     JSON nests); shown the error, it mends it. A path it could not open that is a file of the
     workspace (`files`, relative paths) under another path, code resolves: shown the error
-    alone, the model wrote the same wrong path again. `check`: a `DerivedCheck`, or None."""
+    alone, the model wrote the same wrong path again. A file it did open that the goal names
+    and is small (`whole`: path -> text, what the executor's prompt showed whole) is shown
+    whole: a check shown its first lines guessed the layout past them (dev server-port:
+    `config['application']` in an ini file whose port is under [server], twice). `check`: a
+    `DerivedCheck`, or None."""
     if check is None or not check.reply.strip() or not check.error.strip():
         return ""
     note = (f"\n\nYour previous reply:\n{check.reply.strip()[:1200]}\nIt failed when it "
@@ -132,6 +137,10 @@ def repair_note(check: Any, files: Iterable[str] = ()) -> str:
     if where and path not in where:
         note += (f"\nThere is no {path}: {name} is {' or '.join(where[:3])} (paths are "
                  f"relative to the workspace folder, the current directory).")
+    elif not path:
+        for rel, text in (whole or {}).items():
+            if rel.rsplit("/", 1)[-1] in check.reply:
+                note += f"\n{rel} as it is (whole):\n{text.rstrip()}"
     return note + "\nReply again in the same form, with that mistake fixed."
 
 

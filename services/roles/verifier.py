@@ -202,6 +202,11 @@ class Verifier:
             self.derived = first_check(self)
         return self.derived
 
+    def _whole(self) -> dict[str, str]:
+        """The small files the goal names, as the executor's prompt showed them: whole."""
+        return overview.whole_files(self.before_dir or self.workspace,
+                                    referents.named_files(self.subtask.referents))
+
     def derive_other(self, first: DerivedCheck, *, repair: Optional[DerivedCheck] = None
                      ) -> DerivedCheck:
         """A derivation in another form than `first`: after a query a program, after a program
@@ -244,7 +249,8 @@ class Verifier:
             extra = {"temperature": temperature} if temperature is not None else {}
             text = self.llm.complete_text(
                 sqlcheck.SYSTEM_SQL if shown else SYSTEM_PYTHON if program else SYSTEM,
-                self.prompt(tables=shown) + repair_note(repair, self.before), task_id=self.task_id,
+                self.prompt(tables=shown) + repair_note(repair, self.before, self._whole()),
+                task_id=self.task_id,
                 max_tokens=300 if program else 200 if shown else 160, **extra)
             check.reply, reply = text, parse_derivation(text)
             sql = sqlcheck.parse_query(text) if shown else ""
@@ -473,10 +479,8 @@ class Verifier:
         commands (other than the check's) printing the answer make it verified."""
         answer = answer_text(result.output)
         # the small files the goal names, which the executor's prompt showed whole
-        outputs = _outputs(records) + [
-            (f"(shown whole) {p}", text) for p, text in overview.whole_files(
-                self.before_dir or self.workspace,
-                referents.named_files(self.subtask.referents)).items()]
+        outputs = _outputs(records) + [(f"(shown whole) {p}", text)
+                                       for p, text in self._whole().items()]
         if revealed:
             # what a correction showed is in the executor's view: a value copied from it is
             # no value from nowhere (agreeing with it is still no evidence: `revealed`)
