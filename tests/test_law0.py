@@ -845,6 +845,38 @@ def test_a_second_check_that_names_no_file_derives_the_file_the_first_check_name
             assert j.kind == "retry" and "985000" in j.correction.what_was_wrong, j
 
 
+def test_a_statement_that_adds_the_row_confirms_a_changed_table(settings, ws):
+    """dev append-user-row (right, unverified in three runs): the query form's reply to "add a
+    row to members.csv" is an INSERT, which used to be no check at all, so no change of a table
+    could be verified. Run on the file's table, the table afterwards is the derivation: it
+    confirms the right append and contradicts a wrong one."""
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    members = settings.workspace / "members.csv"
+    goal = "Add a row for a new user to the end of members.csv: username carol, email " \
+           "carol@x.io, role editor."
+    first = ("FILE: members.csv\nPYTHON:\nprint(open('members.csv').read(), end='')\n"
+             "print('carol,carol@x.io,editor')")
+    insert = ("FILE: members.csv\nSQL: INSERT INTO members (username, email, role) VALUES "
+              "('carol', 'carol@x.io', 'editor')")
+    for role, verified in (("editor", True), ("viewer", False)):
+        members.write_text("username,email,role\nanna,anna@x.io,admin\nbo,bo@x.io,viewer\n")
+        av = validator(settings, goal, first, insert)
+        j = av.judge(result([run(settings, f"echo carol,carol@x.io,{role} >> members.csv")],
+                            "done"))
+        if verified:
+            assert j.kind == "matched" and j.outcome.verified, j.outcome
+            assert any(c.startswith("second independent check (query) `SQL INSERT INTO members")
+                       for c in j.outcome.checks), j.outcome.checks
+        else:   # the first check's content already disagrees: a correction
+            assert j.kind == "retry" and "carol,carol@x.io,editor" in \
+                j.correction.what_was_wrong, j
+    # a first check that makes the work's slip is no confirmation: the statement disagrees
+    members.write_text("username,email,role\nanna,anna@x.io,admin\nbo,bo@x.io,viewer\n")
+    av = validator(settings, goal, first.replace("editor", "viewer"), insert)
+    j = av.judge(result([run(settings, "echo carol,carol@x.io,viewer >> members.csv")], "done"))
+    assert not (j.outcome and j.outcome.verified), j
+
+
 def test_a_query_reads_quoted_fields_and_compares_numbers_by_value(settings, ws):
     # a quoted comma and a header defeat `awk -F,`; the loader reads them as CSV. The file the
     # executor wrote says 900.0 where the query prints 900: the same number

@@ -140,3 +140,43 @@ def test_the_scalars_of_a_nested_object_are_columns_too(tmp_path):
         "Bonn,Rome,Oslo\n"
     assert rows("SELECT json_extract(contact, '$.email') FROM users WHERE name = 'Lee'") == \
         "l@x.io\n"
+
+
+def test_a_statement_that_changes_a_file_s_table_derives_the_whole_file(tmp_path):
+    """"Add a row to members.csv": the model writes INSERT whatever the prompt asks. Where the
+    goal changes that CSV/TSV file, the statement runs on its table and the table afterwards,
+    header first and in its order, is the derivation; anywhere else it is no check."""
+    (tmp_path / "members.csv").write_text("username,email,role\nanna,a@x.io,admin\n"
+                                          "bo,b@x.io,viewer\n")
+    (tmp_path / "t.tsv").write_text("k\tv\na\t1.50\n")
+
+    def derive(reply, files, change_file):
+        statement, program = sqlcheck.derivation(reply, files, change_file)
+        if not program:
+            return statement, None
+        out = subprocess.run(program, shell=True, cwd=tmp_path, capture_output=True, text=True)
+        return statement, (out.returncode, out.stdout, out.stderr)
+    insert = "FILE: members.csv\nSQL: INSERT INTO members (username, email, role) VALUES " \
+             "('carol', 'c@x.io', 'editor');"
+    statement, (code, out, _) = derive(insert, ["members.csv"], "members.csv")
+    assert statement.startswith("INSERT INTO members") and sqlcheck.is_change(statement)
+    assert (code, out) == (0, "username,email,role\nanna,a@x.io,admin\nbo,b@x.io,viewer\n"
+                              "carol,c@x.io,editor\n")
+    _, (_, out, _) = derive("SQL: DELETE FROM members WHERE role = 'viewer'",
+                            ["members.csv"], "members.csv")
+    assert out == "username,email,role\nanna,a@x.io,admin\n"
+    _, (_, out, _) = derive("SQL: UPDATE t SET v = 2 WHERE k = 'a'", ["t.tsv"], "t.tsv")
+    assert out == "k\tv\na\t2\n"
+    # a SELECT is still a query; a change where the goal changes no file, or another file, or
+    # a JSON document, is no check; a statement on another table than the file's fails
+    assert derive("SQL: SELECT role FROM members", ["members.csv"], "")[0] == \
+        "SELECT role FROM members"
+    assert derive(insert, ["members.csv"], "") == ("", None)
+    assert derive(insert, ["members.csv"], "other.csv") == ("", None)
+    (tmp_path / "m.json").write_text('[{"a": 1}]')
+    assert derive("SQL: DELETE FROM m", ["m.json"], "m.json") == ("", None)
+    _, (code, out, err) = derive("SQL: DELETE FROM t", ["members.csv", "t.tsv"], "members.csv")
+    assert code == 2 and out == "" and "changes no table of members.csv" in err
+    # Law 0's independence rules read what it asks of the data, as for a query
+    program = ev.python_program(sqlcheck.derivation(insert, ["members.csv"], "members.csv")[1])
+    assert sqlcheck.reads(program, str(tmp_path))[1] == frozenset({"members.csv"})

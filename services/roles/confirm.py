@@ -209,7 +209,8 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
                                              verified=True)]
         if echo:
             return f"the second check agrees, but not independently: {echo[0]}"
-        if check.sql and file and rows is None and len(content.splitlines()) > 1:
+        if check.sql and file and rows is None and len(content.splitlines()) > 1 and \
+                not sqlcheck.is_change(check.query):
             # a query prints rows, never a header line: alone it cannot tell whether the
             # rows of a file should follow one (dev name-email-copy: the executor copied a
             # shown check that dropped the header the goal keeps, and a query "confirmed" it)

@@ -179,13 +179,39 @@ def _cell(v):
         return str(int(v))
     return str(v)
 
-def run(files, query):
-    db = sqlite3.connect(":memory:")
-    for name, (path, cols, rows) in load(files).items():
+def _db(files):
+    db, tables = sqlite3.connect(":memory:"), load(files)
+    for name, (path, cols, rows) in tables.items():
         db.execute(f'CREATE TABLE "{name}" (' + ", ".join(
             '"' + c.replace('"', '""') + '" ' + k for c, k in cols) + ")")
         db.executemany(f'INSERT INTO "{name}" VALUES (' + ", ".join("?" * len(cols)) + ")",
                        rows)
+    return db, tables
+
+def run_change(files, statement, target):
+    """A statement that changes the table of `target` (a CSV/TSV file), then that table as the
+    file must read afterwards: its header, then its rows in their order."""
+    db, tables = _db(files)
+    name = next((n for n, (p, _, _) in tables.items() if p == target), None)
+    changed = re.match(r'\s*(?:(?:INSERT|REPLACE)(?:\s+OR\s+\w+)?\s+INTO|UPDATE(?:\s+OR\s+\w+)?'
+                       r'|DELETE\s+FROM)\s+["`\[]?(\w+)', statement, re.I)
+    if name is None or not changed or changed.group(1).lower() != name.lower():
+        print(f"the statement changes no table of {target}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        db.execute(statement)
+        rows = db.execute(f'SELECT * FROM "{name}" ORDER BY rowid').fetchall()
+    except sqlite3.Error as exc:
+        print(f"the statement failed: {exc}", file=sys.stderr)
+        sys.exit(2)
+    out = csv.writer(sys.stdout, delimiter="\t" if target.endswith(".tsv") else ",",
+                     lineterminator="\n")
+    out.writerow([c for c, _ in tables[name][1]])
+    for row in rows:
+        out.writerow([_cell(v) for v in row])
+
+def run(files, query):
+    db, _ = _db(files)
     out = csv.writer(sys.stdout, lineterminator="\n")
     try:
         for row in db.execute(query):
@@ -301,6 +327,39 @@ _SQL = re.compile(r"^\s*(?:\*\*)?SQL(?:\*\*)?\s*:[ \t]*\n?(.*)", re.I | re.M | r
 def parse_query(text: str) -> str:
     """The SELECT of an `SQL:` reply (fences and trailing prose dropped, one statement); '' if
     there is none or it is not a query."""
+    query = _statement(text)
+    return query if re.match(r"(?is)\s*(SELECT|WITH)\b", query) else ""
+
+
+_CHANGE = re.compile(r"(?is)\s*(INSERT|REPLACE|UPDATE|DELETE)\b")
+
+
+def is_change(query: str) -> bool:
+    """A statement that changes a table: its derivation is the file's whole content, header
+    included (`derivation`)."""
+    return bool(_CHANGE.match(query or ""))
+
+
+def derivation(text: str, files: list[str], change_file: str = "") -> tuple[str, str]:
+    """(statement, program) of an `SQL:` reply over the tables of `files`: a SELECT, or, where
+    the goal changes `change_file` and it is one of the CSV/TSV `files`, a statement that changes
+    its table (INSERT, UPDATE, DELETE) — the table afterwards, header first, is what the file
+    must hold. The model writes `INSERT INTO members …` for "add a row to members.csv" whatever
+    the prompt asks (dev append-user-row, three runs): a SELECT cannot say it, and without this
+    no check in the SQL form could confirm a changed table. ('', '') for anything else."""
+    query = parse_query(text)
+    if query:
+        return query, command(files, query)
+    statement = _statement(text)
+    target = next((f for f in files if change_file and f.endswith((".csv", ".tsv")) and (
+        f == change_file or f.rsplit("/", 1)[-1] == change_file)), "")
+    if not target or not is_change(statement):
+        return "", ""
+    return statement, command(files, statement, target=target)
+
+
+def _statement(text: str) -> str:
+    """The one statement of an `SQL:` reply, fences and trailing prose dropped."""
     match = _SQL.search(text or "")
     body = match.group(1) if match else ""
     if not body:
@@ -309,9 +368,8 @@ def parse_query(text: str) -> str:
     body = re.sub(r"^\s*```[a-z]*[ \t]*\n?", "", body, flags=re.I)
     body = body.split("```", 1)[0]
     query = body.split(";", 1)[0].strip()
-    query = "\n".join(line for line in query.splitlines()
-                      if not re.match(r"\s*(FILE|COMMAND|PYTHON)\s*:", line, re.I)).strip()
-    return query if re.match(r"(?is)\s*(SELECT|WITH)\b", query) else ""
+    return "\n".join(line for line in query.splitlines()
+                     if not re.match(r"\s*(FILE|COMMAND|PYTHON)\s*:", line, re.I)).strip()
 
 
 def rows_after_header(content: str, query: str) -> Optional[str]:
@@ -328,9 +386,11 @@ def rows_after_header(content: str, query: str) -> Optional[str]:
     return "".join(lines[1:]) if fields and all(f in words for f in fields) else None
 
 
-def command(files: list[str], query: str) -> str:
-    """The query as the `python3 -c` program that loads the files and prints its rows."""
-    code = f"{LOADER}\nQUERY = {query!r}\nrun({files!r}, QUERY)\n"
+def command(files: list[str], query: str, *, target: str = "") -> str:
+    """The query as the `python3 -c` program that loads the files and prints its rows (with
+    `target`, the statement that changes that file's table, and the table afterwards)."""
+    call = f"run_change({files!r}, QUERY, {target!r})" if target else f"run({files!r}, QUERY)"
+    code = f"{LOADER}\nQUERY = {query!r}\n{call}\n"
     return PYTHON_PREFIX + shlex.quote(code)
 
 
@@ -358,7 +418,7 @@ def reads(program: str, root: str) -> Optional[tuple[frozenset, frozenset]]:
     query = query_of(program)
     if query is None:
         return None
-    files = re.search(r"^run\((\[.*?\]), QUERY\)$", program, re.M)
+    files = re.search(r"^run(?:_change)?\((\[.*?\]), QUERY[,)]", program, re.M)
     try:
         paths = frozenset(ast.literal_eval(files.group(1))) if files else frozenset()
     except (ValueError, SyntaxError):
