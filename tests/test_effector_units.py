@@ -556,28 +556,3 @@ def test_a_correction_that_asks_for_a_program_gets_the_program_form(settings, to
     assert "Reply with your first COMMAND:." in first_prompt("use another approach")
     assert "Reply with your first PYTHON: program." in first_prompt(
         "write the result into a.md (in a PYTHON: program, open('a.md', 'w').write(...))")
-
-
-def test_after_a_call_that_failed_the_fix_is_asked_for_not_an_answer(settings, toolbox):
-    """dev avg-200-latency: `float('120ms')` crashed, and asked "answer, or the next command"
-    the 1.5B model answered an invented 120.0 (22 of 22 such replies in the dev logs were
-    answers). After a crash the prompt asks for the call fixed, in its own form; a call that
-    only found nothing (grep's exit 1) still gets the usual question."""
-    (settings.workspace / "api.log").write_text("GET /a 200 120ms\nGET /b 200 80ms\n")
-    crash = "PYTHON:\nprint(sum(float(l.split()[3]) for l in open('api.log')) / 2)"
-    fixed = "PYTHON:\nprint(sum(float(l.split()[3][:-2]) for l in open('api.log')) / 2)"
-    llm = FakeLLM(crash, fixed, local=True)
-    result = Executor(subtask("avg", goal="What is the average time in api.log?"), llm, toolbox,
-                      settings).run_attempt(1)
-    assert "ValueError" in llm.prompts[1], llm.prompts[1]
-    assert llm.prompts[1].endswith("Your last call failed (its error is above). Reply with "
-                                   "that PYTHON: program fixed."), llm.prompts[1]
-    assert result.output == "100.0" and len(llm.prompts) == 2
-    llm = FakeLLM("COMMAND: cat nosuch.txt", "COMMAND: grep -c 200 api.log", local=True)
-    Executor(subtask("x", goal="How many 200 lines are in api.log?"), llm, toolbox,
-             settings).run_attempt(1)
-    assert llm.prompts[1].endswith("Reply with that COMMAND: fixed."), llm.prompts[1]
-    from services.roles.executor import _crashed
-    assert not _crashed(ToolCallRecord(tool="shell", target="grep x f", error="exit status 1"))
-    assert not _crashed(ToolCallRecord(tool="shell", target="rm -rf /", error="[LAW1] refused",
-                                       law1=True))

@@ -124,20 +124,6 @@ TOOL: <name> {"<argument>": <value>}
 
 
 
-def _crashed(record: ToolCallRecord) -> bool:
-    """The call failed on its own (an error, a traceback), not by finding nothing (grep's exit
-    1) or by being refused (Law 1)."""
-    return bool(record.error) and not record.law1 and not evidence.no_match(record.error)
-
-
-def _form(record: ToolCallRecord) -> str:
-    """The reply form of the call `record`, as a prompt names it."""
-    if record.tool != "shell":
-        return "TOOL: call"
-    return "PYTHON: program" if evidence.python_program(record.target) is not None else \
-        "COMMAND:"
-
-
 def _flattened_program(record: ToolCallRecord) -> bool:
     """A `python3 -c '…'` command whose program lost its line breaks (`import csv with open(…)
     as f: …`), a SyntaxError the 1.5B model repeated round after round in the benchmark logs
@@ -272,13 +258,7 @@ class Executor:
             lines += self._transcript(calls)
         for note in notes:
             lines.append(note)
-        if calls and self.local and _crashed(calls[-1]):
-            # asked "answer, or the next command" after a call that failed, the 1.5B model
-            # answered every time in the dev logs (22 of 22), mostly with a value no output
-            # showed; asked for the fix, as a crashed check is, it mends the call
-            lines.append(f"Your last call failed (its error is above). Reply with that "
-                         f"{_form(calls[-1])} fixed.")
-        elif calls and self.local:
+        if calls and self.local:
             lines.append("If a command output above answers the task, reply ANSWER: <the "
                          "value(s)>; otherwise reply with the next COMMAND:.")
         elif self.local:
