@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/agent/run.py [--half dev|heldout|both] [--systems artoo,react]
         [--only ID,...] [--limit N] [--timeout S] [--out results/FILE.json] [--show-heldout]
+        [--resume]
 
 For every goal and system (interleaved per goal, so machine-load drift hits both alike; with
 `--half both` the halves alternate goal by goal too, so a run cut short covers both): a fresh
@@ -264,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
                          "fact or task of an earlier run of the same goals is recalled)")
     ap.add_argument("--base-url", default=None, help="ReAct endpoint (default: as artoo's)")
     ap.add_argument("--model", default=None, help="ReAct model id (default: the endpoint's first)")
+    ap.add_argument("--resume", action="store_true",
+                    help="go on with the unfinished run in --out (same checkout, goals, systems "
+                         "and ARTOO_HOME), from the first goal it has not recorded")
     args = ap.parse_args(argv)
 
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -280,19 +284,78 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or HERE / "results" / f"{stamp}-{args.half}.json"
     if not out.is_absolute() and not out.parent.exists() and (HERE / out).parent.exists():
         out = HERE / out   # "results/x.json" relative to benchmarks/agent/
+    prior = None
+    if args.resume:
+        try:
+            prior = resumable(out, args)
+        except ValueError as exc:
+            ap.error(str(exc))
+        args.home = Path(prior["artoo_home"])
 
     signal.signal(signal.SIGTERM, _interrupted)   # as Ctrl+C: the daemon it started is stopped
     home, fresh_home = use_home(args.home)
+    if prior is not None:
+        fresh_home = prior["fresh_home"]      # the run's own home: stop what this part started
     log(f"ARTOO_HOME {home}" + (" (fresh: no memory of earlier runs)" if fresh_home else ""))
     artoo = Artoo(args.artoo, args.timeout) if "artoo" in systems else None
     try:
         if artoo:
             artoo.prepare()
-        return run_goals(args, systems, halves, goals, out, artoo)
+        return run_goals(args, systems, halves, goals, out, artoo, prior)
     finally:
         if fresh_home and artoo and artoo.started:
             subprocess.run([str(args.artoo), "down"], capture_output=True, timeout=300)
             log(f"stopped the daemon it started; its task logs stay in {home / 'tasks'}")
+
+
+RESUME_ARGS = ("half", "systems", "only", "limit", "show_heldout")
+
+
+def commit() -> str:
+    """The checkout's commit (a run's figures belong to one), or '' outside git."""
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                              text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+# what a resumed run may differ in: docs, results, and this runner (it summarises every record
+# again at each save, so a change to it applies to the whole run alike)
+NOT_CODE = (":!docs", ":!README.md", ":!benchmarks/agent/results", ":!benchmarks/agent/run.py")
+
+
+def same_code(base: str) -> bool:
+    """This checkout runs the code of commit `base`: nothing but docs, results and the runner
+    differs, in later commits or uncommitted."""
+    spec = ["--", ".", *NOT_CODE]
+    try:
+        return all(subprocess.run(["git", "diff", "--quiet", *rev, *spec], cwd=REPO,
+                                  timeout=60).returncode == 0 for rev in ([base], [base, "HEAD"]))
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def resumable(out: Path, args) -> dict:
+    """The unfinished results file `out`, if this invocation can go on with it: the same goal
+    selection and systems, and the same checkout. A run of the whole benchmark takes longer than
+    some sessions on a 2-core machine; resumed, it is the same run — same home (memory, world
+    facts and task logs of the goals before), same order — with a daemon restart in between."""
+    try:
+        prior = json.loads(out.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--resume: cannot read {out}: {exc}") from exc
+    if prior.get("finished"):
+        raise ValueError(f"--resume: {out} is a finished run")
+    changed = [k for k in RESUME_ARGS if prior.get("args", {}).get(k) != getattr(args, k)]
+    if changed:
+        raise ValueError(f"--resume: {out} was run with other {', '.join(changed)}")
+    if prior.get("commit") and not same_code(prior["commit"]):
+        raise ValueError(f"--resume: {out} was run at {prior['commit'][:12]}; this checkout's "
+                         f"code differs from it (only docs, results and this runner may)")
+    if not prior.get("artoo_home") or not Path(prior["artoo_home"]).is_dir():
+        raise ValueError(f"--resume: the run's ARTOO_HOME {prior.get('artoo_home')} is gone")
+    return prior
 
 
 def _interrupted(signum, frame):
@@ -319,7 +382,7 @@ def use_home(home: Path | None) -> tuple[Path, bool]:
 
 
 def run_goals(args, systems: list[str], halves: tuple[str, ...], goals: list[dict], out: Path,
-              artoo: "Artoo | None") -> int:
+              artoo: "Artoo | None", prior: dict | None = None) -> int:
     endpoint = None
     if "react" in systems:
         endpoint = react.resolve_endpoint(args.base_url, args.model)
@@ -327,8 +390,13 @@ def run_goals(args, systems: list[str], halves: tuple[str, ...], goals: list[dic
     log(f"{len(goals)} goals ({', '.join(halves)}), systems {', '.join(systems)}, "
         f"results -> {out}")
 
-    records: list[dict] = []
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    records: list[dict] = list(prior["results"]) if prior else []
+    started_at = prior["date"] if prior else now
+    resumed = (prior.get("resumed", []) + [now]) if prior else []
+    done = len(records)            # (goal, system) pairs recorded, in this order, before
+    if prior:
+        log(f"resuming: {done} results recorded since {started_at}")
 
     def public(rec: dict) -> dict:
         if rec["half"] == "dev" or args.show_heldout:
@@ -341,7 +409,7 @@ def run_goals(args, systems: list[str], halves: tuple[str, ...], goals: list[dic
         """Write the results file (after every goal, so an interrupted run keeps what it did)."""
         summary = {h: {s: summarize([r for r in records if r["half"] == h and r["system"] == s])
                        for s in systems} for h in halves}
-        data = {"date": started_at, "finished": final,
+        data = {"date": started_at, "finished": final, "commit": commit(), "resumed": resumed,
                 "machine": {"host": socket.gethostname(), "platform": platform.platform(),
                             "cpus": os.cpu_count(), "python": platform.python_version()},
                 "react_endpoint": {"base_url": endpoint[0], "model": endpoint[2]} if endpoint else None,
@@ -361,6 +429,9 @@ def run_goals(args, systems: list[str], halves: tuple[str, ...], goals: list[dic
         counters[half] += 1
         visible = half == "dev" or args.show_heldout
         for system in systems:
+            if done:
+                done -= 1
+                continue
             with tempfile.TemporaryDirectory(prefix="agent-bench-") as tmp:
                 fresh = Path(tmp) / "ws"
                 fresh.mkdir()
