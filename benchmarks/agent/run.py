@@ -320,14 +320,15 @@ def commit() -> str:
         return ""
 
 
-# what a resumed run may differ in: docs, results, and this runner (it summarises every record
-# again at each save, so a change to it applies to the whole run alike)
-NOT_CODE = (":!docs", ":!README.md", ":!benchmarks/agent/results", ":!benchmarks/agent/run.py")
+# what a resumed run may differ in: docs, tests, results, and this runner (it summarises every
+# record again at each save, so a change to it applies to the whole run alike)
+NOT_CODE = (":!docs", ":!*.md", ":!tests", ":!benchmarks/agent/results",
+            ":!benchmarks/agent/run.py")
 
 
 def same_code(base: str) -> bool:
-    """This checkout runs the code of commit `base`: nothing but docs, results and the runner
-    differs, in later commits or uncommitted."""
+    """This checkout runs the code of commit `base`: nothing but docs, tests, results and the
+    runner differs, in later commits or uncommitted."""
     spec = ["--", ".", *NOT_CODE]
     try:
         return all(subprocess.run(["git", "diff", "--quiet", *rev, *spec], cwd=REPO,
@@ -352,7 +353,7 @@ def resumable(out: Path, args) -> dict:
         raise ValueError(f"--resume: {out} was run with other {', '.join(changed)}")
     if prior.get("commit") and not same_code(prior["commit"]):
         raise ValueError(f"--resume: {out} was run at {prior['commit'][:12]}; this checkout's "
-                         f"code differs from it (only docs, results and this runner may)")
+                         f"code differs from it (only docs, tests, results and this runner may)")
     if not prior.get("artoo_home") or not Path(prior["artoo_home"]).is_dir():
         raise ValueError(f"--resume: the run's ARTOO_HOME {prior.get('artoo_home')} is gone")
     return prior
