@@ -253,9 +253,10 @@ class Verifier:
                 task_id=self.task_id,
                 max_tokens=300 if program else 200 if shown else 160, **extra)
             check.reply, reply = text, parse_derivation(text)
-            sql, query_program = sqlcheck.derivation(text, tables, clean_path(workspace_relative(
-                reply.output_file.strip("'\"` "), self.workspace))
-                if ev.asks_to_change(self.goal) else "") if shown else ("", "")
+            changed = clean_path(workspace_relative(reply.output_file.strip("'\"` "),
+                                                    self.workspace)) \
+                if ev.asks_to_change(self.goal) else ""     # a file whose table a statement changes
+            sql, query_program = sqlcheck.derivation(text, tables, changed) if shown else ("", "")
             reply.command = query_program or reply.command
         except LLMError as exc:
             check.why_unavailable = f"no independent check (LLM error: {exc})"
