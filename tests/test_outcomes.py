@@ -72,6 +72,24 @@ def test_a_file_made_in_another_folder_than_the_goal_names_is_not_done_and_says_
         ["the file backup/todo.txt the goal asks for does not exist"]
 
 
+def test_a_file_holding_only_nan_is_not_done(settings):
+    """dev avg-200-latency: awk selected no line (`$3 == "200"` on the method's field) and wrote
+    its mean of nothing, `-nan`, to avg_200.txt; no check could derive the value, and it ended
+    "done, but not verified". NaN or infinity is what arithmetic prints over no values: the
+    attempt failed, and the correction says the selection matched nothing."""
+    (settings.workspace / "api.log").write_text("GET /a 200 120\nGET /b 500 80\n")
+    goal = "Write the average time of the requests that came back 200 in api.log to avg.txt"
+    av = validator(settings, goal)
+    work = "awk '$2 == \"200\" {s += $4; n++} END {print s / n}' api.log > avg.txt"
+    j = av.judge(result([run(settings, work)], "done"))
+    assert (settings.workspace / "avg.txt").read_text().strip() in ("-nan", "nan", "inf")
+    assert j.kind == "retry" and "the selection matched nothing" in \
+        j.correction.what_was_wrong, j
+    (settings.workspace / "avg.txt").write_text("120\n")
+    refs = referents.resolve(goal, str(settings.workspace))
+    assert record.undelivered(refs, str(settings.workspace), goal) == []
+
+
 def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings):
     # "milk" with no newline at its end: `echo bread >>` makes "milkbread", and a check that
     # appends the same way agrees; code sees the glued line from the before-copy
@@ -428,6 +446,7 @@ def test_work_that_read_a_sibling_of_the_named_file_is_not_done(settings):
     ("import csv\nprint(sum(1 for r in csv.reader(open('a.csv'))))", "code"),
     ("grep -c ERROR app.log", "code"),
     ("bash: jq: command not found", "error"),
+    ("-nan", "over no values"), ("inf", "over no values"), ("NaN", "over no values"),
 ])
 def test_not_a_value(answer, why):
     assert why in record.not_a_value(answer, [])

@@ -31,6 +31,16 @@ _CODE_NODES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Fo
                ast.GeneratorExp)
 
 
+# what arithmetic prints when it selected nothing (a mean of no values, a division by a count of
+# 0: awk prints -nan, Python nan or inf) — the mark of a wrong selection, never a result
+_OVER_NOTHING = re.compile(r"\s*[-+]?(?:nan|inf(?:inity)?)\s*", re.I)
+
+
+def over_nothing(text: str) -> bool:
+    """`text` is only NaN or infinity: a computation over nothing."""
+    return bool(text and _OVER_NOTHING.fullmatch(text))
+
+
 def _failed_texts(records: Iterable[ToolCallRecord]) -> list[str]:
     out = []
     for r in records:
@@ -85,6 +95,9 @@ def not_a_value(answer: str, records: Iterable[ToolCallRecord]) -> str:
             return f"the answer is the error of a failed call ({failed.strip()[:160]!r})"
     if _ERROR_SHAPES.search(text):
         return f"the answer is an error message ({text[:160]!r}), not a value"
+    if over_nothing(text):
+        return (f"the answer is {text!r}, what arithmetic prints over no values (a mean of "
+                f"nothing, a division by a count of 0): the selection matched nothing")
     if _is_code(text):
         return f"the answer is a fragment of code ({text[:160]!r}), not its result"
     return ""
@@ -112,7 +125,19 @@ def undelivered(refs: Iterable[Referent], root: str, goal: str) -> list[str]:
         elif os.path.getsize(path) == 0 and not allow_empty:
             out.append(f"the file {ref.text} the goal asks for is empty"
                        + _elsewhere(root, ref.text, named))
+        elif os.path.getsize(path) <= 16 and over_nothing(_read(path)):
+            out.append(f"the file {ref.text} the goal asks for holds only "
+                       f"{_read(path).strip()!r}, what arithmetic prints over no values: the "
+                       f"selection matched nothing")
     return out
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(64).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _elsewhere(root: str, wanted: str, named: set = frozenset(), *, limit: int = 2000) -> str:
