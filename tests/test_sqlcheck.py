@@ -180,3 +180,24 @@ def test_a_statement_that_changes_a_file_s_table_derives_the_whole_file(tmp_path
     # Law 0's independence rules read what it asks of the data, as for a query
     program = ev.python_program(sqlcheck.derivation(insert, ["members.csv"], "members.csv")[1])
     assert sqlcheck.reads(program, str(tmp_path))[1] == frozenset({"members.csv"})
+
+
+def test_a_blank_cell_is_not_equal_to_a_value(tmp_path):
+    """A blank cell is loaded as NULL, and SQL's `x != 'Berlin'` drops it; read as text (the
+    way Python and awk read the file) a blank is not Berlin. dev berlin-office-count: a query
+    printed 3 for the 4 people in Berlin now, one with no previous office, and refuted a right
+    answer. `!=` and `<>` run as IS NOT (string literals untouched)."""
+    (tmp_path / "crew.tsv").write_text("name\toffice\tprevious\nA\tBerlin\tHamburg\nB\tBerlin\t\n"
+                                       "C\tBerlin\tBerlin\nD\tLisbon\tBerlin\n")
+
+    def rows(query):
+        out = subprocess.run(sqlcheck.command(["crew.tsv"], query), shell=True, cwd=tmp_path,
+                             capture_output=True, text=True)
+        return out.stdout
+    assert rows("SELECT COUNT(*) FROM crew WHERE office = 'Berlin' AND previous != 'Berlin'") \
+        == "2\n"
+    assert rows("SELECT name FROM crew WHERE previous <> 'Berlin' ORDER BY name") == "A\nB\n"
+    assert rows("SELECT name FROM crew WHERE name != 'a != b' AND previous = 'Berlin'") == \
+        "C\nD\n"
+    assert sqlcheck._NS["null_safe"]("SELECT 'x != y' FROM t WHERE a!=1") == \
+        "SELECT 'x != y' FROM t WHERE a IS NOT 1"
