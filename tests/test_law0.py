@@ -13,6 +13,7 @@ from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, T
 from services.roles.agentval import AgentValidator
 from services.safety.tools import Toolbox
 from services.roles.verifier import Verifier
+from services.safety import evidence as ev
 
 from test_effector_units import FakeLLM
 
@@ -1377,6 +1378,30 @@ def test_a_check_that_printed_only_zero_is_no_evidence_either_way(settings, ws):
     j = av.judge(result([run(settings, executor)], "2"))
     assert j.kind == "retry" and "no independent check confirms" in \
         j.correction.what_was_wrong, j
+
+
+def test_a_check_that_printed_another_kind_of_value_answered_another_question(settings, ws):
+    """dev largest-data-file: the answer named the file (data/archive/events_2022.json, right)
+    and the first check printed its size (`4.0k`), which "the answer does not state" refuted it,
+    twice. A number where the answer states a file name (or a name where it states a number) is
+    a check that answered another question: no evidence either way, like a check that printed
+    0 — the other form, with a resample of the first, decides; a check of the answer's own kind
+    still refutes it."""
+    require_sandbox(settings, "the second check in another form is a program")
+    (ws / "big.bin").write_text("x" * 2048)
+    (ws / "small.txt").write_text("x")
+    goal = "Which file in this folder is the largest?"
+    size = {"output_file": "", "command": "ls -S | head -1 | xargs du -h | cut -f1"}
+    largest = "FILE: none\nPYTHON:\nimport os\nprint(max(os.listdir('.'), key=os.path.getsize))"
+    work = "ls -S | head -1"
+    av = validator(settings, goal, size, largest, largest)
+    j = av.judge(result([run(settings, work)], "big.bin"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    av = validator(settings, goal, {"output_file": "", "command": "ls -S | tail -1"})
+    j = av.judge(result([run(settings, work)], "big.bin"))
+    assert j.kind == "retry" and "small.txt" in j.correction.what_was_wrong, j
+    assert ev.agree("big.bin", "4.0k").void and ev.agree("12", "app.log").void
+    assert not ev.agree("45", "30").void and not ev.agree("Oslo", "Bergen").void
 
 
 def test_a_valueless_check_that_read_a_sibling_supports_nothing(settings, ws):

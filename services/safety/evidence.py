@@ -217,6 +217,20 @@ class Agreement:
                             # own words): no evidence for the answer, nor against it
 
 
+_MEASURE = re.compile(r"\d+(?:\.\d+)?[a-z%]{1,3}", re.I)      # 4.0k, 12ms, 3mb
+_NAMED_FILE = re.compile(r"\.[a-z][a-z0-9]{0,4}$", re.I)       # events_2022.json, a@b.com
+
+
+def value_kind(token: str) -> str:
+    """What a value token is: a number (or a measure: `4.0k`, `12ms`), a path or file name, or
+    a word (names, dates, anything else)."""
+    if is_number(token) or _MEASURE.fullmatch(token):
+        return "number"
+    if "/" in token or _NAMED_FILE.search(token):
+        return "path"
+    return "word"
+
+
 def agree(answer: str, derived: str, *, goal: str = "", data: Iterable[str] = ()) -> Agreement:
     """Does an independently derived output confirm `answer`?
 
@@ -233,6 +247,14 @@ def agree(answer: str, derived: str, *, goal: str = "", data: Iterable[str] = ()
     goal_corpus = Corpus.of([goal])
     if all(v in goal_corpus for v in derived_values):
         return Agreement(False, "the independent check printed only words of the goal itself",
+                         void=True)
+    answer_values = [t for t in tokens(answer) if t not in STOPWORDS]
+    kinds, stated = {value_kind(v) for v in derived_values}, {value_kind(v) for v in answer_values}
+    if stated and not kinds & stated:
+        # a size printed for "which file", a name for "how many": another question answered
+        return Agreement(False, f"the independent check printed {', '.join(derived_values[:3])}"
+                                f" ({'/'.join(sorted(kinds))}) where the answer states a "
+                                f"{'/'.join(sorted(stated))}: it answered another question",
                          void=True)
     answer_corpus = Corpus.of([answer])
     missing = [v for v in derived_values if v not in answer_corpus]
