@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,22 +62,25 @@ def settings(artoo_env):
 
 
 # a process a test starts ends with the test run, even a killed one: the kernel signals it when
-# the thread that started it (pytest's main thread) dies
+# the thread that started it dies — so only for pytest's main thread (a tap a test restarts from
+# a helper thread must outlive that thread)
 _PDEATHSIG = [shutil.which("setpriv"), "--pdeathsig", "TERM", "--"] if shutil.which("setpriv") \
     else []
 
 
 def start_process(args: list[str], env: dict | None = None, log_name: str = "proc") -> subprocess.Popen:
-    """Start `python -m ...` in its own session with output to a log file in ARTOO_HOME; it is
-    sent SIGTERM if the test run dies without stopping it."""
+    """Start `python -m ...` in its own session with output to a log file in ARTOO_HOME; one
+    started from the main thread is sent SIGTERM if the test run dies without stopping it."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     full_env["PYTHONUNBUFFERED"] = "1"
     logs = Path(full_env.get("ARTOO_HOME", tempfile.gettempdir())) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     out = open(logs / f"{log_name}.log", "ab")
-    return subprocess.Popen([*_PDEATHSIG, sys.executable, *args], env=full_env, stdout=out,
-                            stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+    main = threading.current_thread() is threading.main_thread()
+    return subprocess.Popen([*(_PDEATHSIG if main else []), sys.executable, *args], env=full_env,
+                            stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                            start_new_session=True)
 
 
 def stop_process(proc: subprocess.Popen, timeout: float = 5.0) -> None:
