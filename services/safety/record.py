@@ -125,10 +125,9 @@ def undelivered(refs: Iterable[Referent], root: str, goal: str) -> list[str]:
         elif os.path.getsize(path) == 0 and not allow_empty:
             out.append(f"the file {ref.text} the goal asks for is empty"
                        + _elsewhere(root, ref.text, named))
-        elif os.path.getsize(path) <= 16 and over_nothing(_read(path)):
-            out.append(f"the file {ref.text} the goal asks for holds only "
-                       f"{_read(path).strip()!r}, what arithmetic prints over no values: the "
-                       f"selection matched nothing")
+        elif os.path.getsize(path) <= 16 and over_nothing(text := _read(path)):
+            out.append(f"the file {ref.text} the goal asks for holds only {text.strip()!r}, "
+                       f"what arithmetic prints over no values: the selection matched nothing")
     return out
 
 
