@@ -1096,23 +1096,54 @@ def test_a_check_that_disagreed_on_its_own_keeps_failing_a_wrong_next_attempt(se
     assert j.kind == "failed" and not j.outcome.verified, j
 
 
-def test_an_answer_copied_from_a_shown_check_is_done_not_a_value_from_nowhere(settings, ws):
+COUNT_ERROR_LOG = ("2024-05-01 09:00:00 INFO a\n2024-05-01 09:00:01 [ERROR] b\n"
+                   "2024-05-01 09:00:02 INFO retry after ERROR\n2024-05-01 09:00:03 [ERROR] d\n")
+
+
+@pytest.mark.parametrize("resample, verified", [
+    # one more sample in the first form reads the data the refuted check's way: no evidence
+    ({"output_file": "", "command": "grep -c ERROR app.log"}, False),
+    # it reads it another way and derives another value: no second derivation agrees
+    ({"output_file": "", "command": "grep -ci error app.log"}, False),
+    # it reads the level another way and derives the shown value: two forms agree
+    ({"output_file": "", "command": "grep -c '\\[ERROR\\]' app.log"}, True),
+])
+def test_an_answer_copied_from_a_shown_check_is_done_and_verified_only_by_a_new_derivation(
+        settings, ws, resample, verified):
     # attempt 1 counts ERROR anywhere in the line; the first check does the same (no evidence)
     # and the query by level contradicts it: a correction shows "2". Attempt 2's command fails
     # and the executor answers 2: not a value from nowhere (the correction showed it), not
-    # failed by the first check (the method attempt 1 left), and not verified (copied)
+    # failed by the first check (the method attempt 1 left). The shown query cannot confirm its
+    # own output: verified only when one more sample in the first form derives 2 too
     require_sandbox(settings, "the query runs as a program in the sandbox")
-    (ws / "app.log").write_text("2024-05-01 09:00:00 INFO a\n2024-05-01 09:00:01 [ERROR] b\n"
-                                "2024-05-01 09:00:02 INFO retry after ERROR\n"
-                                "2024-05-01 09:00:03 [ERROR] d\n")
+    (ws / "app.log").write_text(COUNT_ERROR_LOG)
     goal = "How many entries in app.log have the level ERROR?"
     av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
-                   "FILE: none\nSQL: SELECT COUNT(*) FROM app WHERE level = 'ERROR'")
+                   "FILE: none\nSQL: SELECT COUNT(*) FROM app WHERE level = 'ERROR'", resample)
     j = av.judge(result([run(settings, "grep -c ERROR app.log")], "3"))
     assert j.kind == "retry" and "printed: 2" in j.correction.what_was_wrong, j
     j = av.judge(result([run(settings, "cat app.lg")], "2", attempt=2))
-    assert j.kind == "matched" and not j.outcome.verified, j
-    assert any("repeats what a correction showed" in u for u in j.outcome.unverified), j.outcome
+    assert j.kind == "matched" and j.outcome.verified == verified, j.outcome
+    assert verified or any("repeats what a correction showed" in u
+                           for u in j.outcome.unverified), j.outcome
+    assert av.verifier.llm.temperatures[-1] == 0.7            # the resample is asked freer
+    assert av.verifier.llm.replies == []
+
+
+def test_a_copied_answer_the_shown_check_did_not_derive_is_not_verified_by_a_resample(
+        settings, ws):
+    # the executor answers 3 after a correction showed 2: a resample that derives 3 (the
+    # refuted reading) verifies nothing — the answer is not what the other form derived
+    require_sandbox(settings, "the query runs as a program in the sandbox")
+    (ws / "app.log").write_text(COUNT_ERROR_LOG)
+    goal = "How many entries in app.log have the level ERROR?"
+    av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"},
+                   "FILE: none\nSQL: SELECT COUNT(*) FROM app WHERE level = 'ERROR'",
+                   {"output_file": "", "command": "grep -ci error app.log"})
+    j = av.judge(result([run(settings, "grep -c ERROR app.log")], "3"))
+    assert j.kind == "retry", j
+    j = av.judge(result([run(settings, "cat app.lg")], "3", attempt=2))
+    assert not (j.outcome and j.outcome.verified), j
 
 
 def test_a_value_the_world_recorded_is_a_reference_the_work_can_contradict_never_evidence(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.messages import ToolCallRecord
 
 from services.roles import independence, sqlcheck
-from services.safety import evidence as ev, sandbox
+from services.safety import evidence as ev, referents, sandbox
 from services.safety.tools import head_tail
 from .law0report import ANSWER_AGAIN, Law0Report
 
@@ -136,6 +136,37 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         return
     report.kind = "unverified"
     report.unverified.append(doubt)
+
+
+def reread_shown(self, report: Law0Report, records: list[ToolCallRecord], refs: list,
+                 root: str) -> None:
+    """The answer repeats the value a correction showed the executor, which an independent
+    check in the other form derived when it refuted the first check. That check cannot confirm
+    its own output and the copy is no derivation; one more sample in the first form, freer,
+    that reads the data otherwise than the refuted check and derives the same value is the
+    second derivation "verified" needs — two forms that agree, as ever (dev count-error-entries:
+    `'ERROR' in line` counted 9, a query on the level column 5, the executor copied the 5 and
+    it stayed done but unverified). A question's answer only; a file is judged whole."""
+    first = self.derived
+    if report.kind != "unverified" or first is None or first.effects is not None or \
+            first.output_file or not any(
+                s.output.strip() and ev.agree(report.answer, s.output, goal=self.goal).agree
+                for s in self.shown):
+        return
+    third = self.derive_as(first.program, RESAMPLE_TEMPERATURE, query=first.sql)
+    if not third.available or _norm_cmd(third.command) == _norm_cmd(first.command) or \
+            referents.misread(refs, [third.command], goal=self.goal, root=root):
+        return
+    shell = [r.target for r in records if r.tool == "shell"]
+    doubt = confirms(self, report, records, "", third, shell, True)
+    if doubt:
+        report.unverified.append(doubt)
+        return
+    report.kind = "verified"
+    report.unverified = []
+    report.evidence = (f"the answer is what an independent check in the other form derived, and "
+                       f"one more derivation in the first form (`{head_tail(third.label, 120)}`), "
+                       f"reading the data otherwise than the check it refuted, derives it too")
 
 
 def valueless_first(self, report: Law0Report) -> bool:

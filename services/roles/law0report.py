@@ -35,6 +35,7 @@ class Law0Report:
     void: bool = False                  # the agreement is no evidence at all: the check used the
                                         # executor's own method, or the executor saw its output
     fix: str = ""                       # the command code knows fixes the flaw (CorrectionSignal)
+    copied: bool = False                # the answer repeats the value a correction showed
 
 
 def unconfirmed_absence(why: str, checks: list[str], answer: str) -> Law0Report:

@@ -78,15 +78,16 @@ def _earlier_checks(verifier: Verifier) -> Iterator[dict]:
             yield from event.get("derived") or []
 
 
-def contradicted(verifier: Verifier, report: Law0Report) -> Optional[str]:
-    """The earlier round's check that contradicts this answer (as many values, not the same
-    ones; or fewer, all of which the answer lists with others), described; None when there is
-    none."""
+def contradicted(verifier: Verifier, report: Law0Report, checks: Optional[list[dict]] = None,
+                 where: str = "an earlier round of this task ran") -> Optional[str]:
+    """The earlier round's check (or one of `checks`) that contradicts this answer (as many
+    values, not the same ones; or fewer, all of which the answer lists with others),
+    described; None when there is none."""
     answer = report.answer
     if not ev.answer_values(answer):
         return None
     stated = ev.answer_values(answer)
-    for check in _earlier_checks(verifier):
+    for check in _earlier_checks(verifier) if checks is None else checks:
         output = str(check.get("output") or "")
         values = ev.answer_values(output)
         # an answer that lists the check's value among others is a list of candidates (dev
@@ -95,7 +96,7 @@ def contradicted(verifier: Verifier, report: Law0Report) -> Optional[str]:
         if check.get("file") or not spray and (len(values) != len(stated) or ev.agree(
                 answer, output, goal=verifier.goal).agree):
             continue
-        return (f"an independent check an earlier round of this task ran "
+        return (f"an independent check {where} "
                 f"(`{head_tail(str(check.get('label') or ''), 120)}`) printed "
                 f"{head_tail(output.strip(), 200)}" +
                 (", which the answer lists among other values" if spray else ""))
@@ -112,6 +113,17 @@ def apply(verifier: Verifier, report: Law0Report) -> Law0Report:
         return _apply_file(verifier, report)
     against = contradicted(verifier, report)
     if against is None:
+        # within this round: an independent check a correction showed the executor, which
+        # derived another value, outvoted by later checks that agree — never verified (the
+        # scripted case: 3 refuted by a query's 2, then answered again and "confirmed" by two
+        # checks that read the data the refuted way)
+        shown = [{"label": c.label, "output": c.output, "file": c.output_file}
+                 for c in verifier.shown if c.available and c.effects is None]
+        within = contradicted(verifier, report, shown, "a correction showed the executor")
+        if within and report.kind == "verified":
+            report.kind = "unverified"
+            report.unverified.append(f"{within}: the checks disagree, and \"verified\" is "
+                                     f"never a vote")
         return report
     return _against(verifier, report, against,
                     f"your answer {head_tail(report.answer, 200)!r} does not agree with {against}",

@@ -49,7 +49,8 @@ from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
 from .confirm import (RESAMPLE_TEMPERATURE, _norm_cmd, _outputs, _read, _state, _written,
-                      confirm, first_check, unsupported, valueless_first)
+                      confirm, first_check, reread_shown, unsupported,
+                      valueless_first)
 from .filecheck import raw, void
 from .law0report import (ANSWER_AGAIN, Law0Report, answer_text, claims_absence, record_flaw,
                          unconfirmed_absence)
@@ -356,6 +357,7 @@ class Verifier:
             # shown kind can confirm its own output
             left.unverified.append("the answer repeats what a correction showed the executor; "
                                    "this attempt's own commands do not print it")
+            left.copied = True
             return left
         left.void = True
         return left
@@ -458,6 +460,8 @@ class Verifier:
                 report.unverified += misread
             else:
                 self._confirm(report, records, file, independent_of=echo_only)
+        elif report.copied:
+            reread_shown(self, report, records, refs, root)
         changes = self.changes
         if changes is not None and (changes.touched or changes.deleted) and \
                 report.kind != "failed" and raw(report.answer, records) and \
