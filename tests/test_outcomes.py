@@ -506,22 +506,28 @@ def test_a_check_that_could_not_run_is_resampled_once(settings, applog, resample
         assert any("first check's way" in u for u in j.outcome.unverified)
 
 
-def test_the_main_jobs_goal_is_confirmed_by_a_check_that_computes_the_date(settings):
+@pytest.mark.parametrize("again", [False, True])
+def test_the_main_jobs_goal_is_confirmed_by_a_check_that_computes_the_date(settings, again):
     """The main job's goal: the executor and the first check both echo the date the prompt
     showed (one method: no evidence); a second check, a program that computes today's date and
     writes the file (then prints a listing), is independent and agrees: verified. The file it
-    wrote is its derivation, not the listing it printed."""
+    wrote is its derivation, not the listing it printed — also when the job runs `again` and
+    today.txt already holds the date, so the program writes what was there (the second run of
+    `bash scripts/main` on a machine ended "done, but not verified", exit 3, on the listing)."""
     import time as _time
     from test_law0 import require_sandbox
     require_sandbox(settings, "the second check in another form is a program")
     today = _time.strftime("%Y-%m-%d")
+    if again:
+        (settings.workspace / "today.txt").write_text(today)
     av = validator(settings, "Write a file named today.txt in the workspace containing today's "
                              "date (YYYY-MM-DD), then list the workspace",
                    f'FILE: today.txt\nCOMMAND: echo "{today}" > today.txt',
                    "FILE: today.txt\nPYTHON:\nimport datetime, os\nwith open('today.txt', 'w') "
                    "as f:\n    f.write(datetime.date.today().isoformat())\n"
                    "print(os.listdir('.'))")
-    j = av.judge(result([run(settings, f'echo "{today}" > today.txt')], "(no output)"))
+    j = av.judge(result([run(settings, "touch today.txt" if again else
+                             f'echo "{today}" > today.txt')], "(no output)"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome.unverified
     assert (settings.workspace / "today.txt").read_text().strip() == today
 

@@ -48,7 +48,7 @@ from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
-from .confirm import (RESAMPLE_TEMPERATURE, _norm_cmd, _outputs, _read, _state, _written,
+from .confirm import (RESAMPLE_TEMPERATURE, _norm_cmd, _outputs, _state, _written,
                       confirm, first_check, reread_shown, unsupported,
                       valueless_first)
 from .filecheck import raw, void
@@ -393,9 +393,9 @@ class Verifier:
                           ).run_confined(check.command)
             for written, before in ((os.path.join(scratch, p), os.path.join(root, p))
                                     for p in spots):
-                if not out.error and _written(written, before) and (
-                        ev.is_absence(out.output) or _read(written) != _read(before)):
-                    # the file it wrote is its derivation, whatever else it printed (a listing)
+                if not out.error and _written(written, before):
+                    # the file it wrote is its derivation, whatever else it printed (a listing),
+                    # also when it wrote what was there (the main job run a second time)
                     with open(written, encoding="utf-8", errors="replace") as fh:
                         out.output = fh.read(1 << 20) or "(no output)"
                     break
