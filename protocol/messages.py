@@ -422,6 +422,8 @@ class SubTaskOutcome(Body):
     answer: str = ""                      # the answer in plain words (no appended tool output)
     checks: list[str] = Field(default_factory=list)       # what code checked, one line each
     unverified: list[str] = Field(default_factory=list)   # what could not be checked, and why
+    # the workspace files its work left changed (made, modified or deleted) as it ended
+    changed: list[str] = Field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -495,6 +497,9 @@ class FinalResult(Body):
     completed: list[str] = Field(default_factory=list)   # intents of subtasks that matched
     failed: list[str] = Field(default_factory=list)      # intents of subtasks that failed, with why
     law1: list[str] = Field(default_factory=list)        # [LAW1] refusals that shaped the result
+    # workspace files the task's work left changed, whatever its status: an abandoned task
+    # may still have written files, and the user must know which
+    changed: list[str] = Field(default_factory=list)
     elapsed_ms: float = 0.0
     llm_calls: int = 0                    # the task's LLM calls (its task log's llm_call events)
     llm_budget: int = 0                   # its LLM call budget (0 = no bound)

@@ -14,7 +14,7 @@ from protocol.messages import Criterion, ExecutionResult, RunOptions, SubTask, T
 from services.safety import evidence, law1
 from services.roles.agentval import AgentValidator, ValidatorReply, environmental_cause
 from services.roles.executor import Executor, ExecutorStep, signature
-from services.runtime.llm import LLMError
+from services.runtime.llm import RESAMPLE_TEMPERATURE, LLMError
 from services.safety.tools import Toolbox
 
 
@@ -235,6 +235,8 @@ def test_an_answer_while_the_file_to_make_is_missing_is_held_back_once(settings,
     assert "NOT DONE: backup/todo.txt DOES NOT EXIST YET" in llm.prompts[1]
     assert [c.target for c in result.tool_calls] == ["cp notes/todo.txt backup-todo.txt"]
     assert result.output == "done" and len(llm.prompts) == 3
+    # the re-ask is sampled freer (at temperature 0 it repeated "36"); after a call ran, not
+    assert llm.temperatures == [None, RESAMPLE_TEMPERATURE, None]
     nothing = FakeLLM({"action": "result", "status": "not_possible", "output": "no source"},
                       local=True)
     assert Executor(st, nothing, toolbox, settings).run_attempt(1).status == "not_possible"
@@ -475,6 +477,7 @@ def test_calls_of_rejected_attempts_and_rounds_are_not_run_again(settings, toolb
                                                 attempt_number=1, what_was_wrong="wrong"))
     assert (settings.workspace / "log.txt").read_text() == "1\n2\n"     # the repeat never ran
     assert "NOT RUN AGAIN" in llm.prompts[2] and len(result.tool_calls) == 1
+    assert llm.temperatures == [None, None, RESAMPLE_TEMPERATURE]    # the re-ask, freer
     # a later round gets the earlier rounds' calls with its subtask: proposing only those ends
     # the attempt after two refusals, with nothing run
     tried = [ToolCallRecord(tool="shell", arguments={"command": "echo 1 >> log.txt"},

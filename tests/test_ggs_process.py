@@ -305,10 +305,17 @@ def test_blocked_targets_accumulate_and_never_repeat(harness):
     assert d2.directive == "change_path" and d2.replan_round == 2
     assert [f"act on '{t}' again" for t in d2.blocked_targets] == d2.must_not
     # the third replan request spends the replan budget (maxReplans = 3): abandon, not a directive
-    h.replan(task, [env_failure(task, "read config", "/etc/d.conf")])
+    # a failed subtask's work may stay in the workspace: abandoned is not untouched, and the
+    # user is told which files (accumulated over the rounds, each once)
+    last = env_failure(task, "read config", "/etc/d.conf")
+    last.changed = ["notes.txt", "out/report.csv"]
+    h.replan(task, [last])
     final = h.next_of("FinalResult", task, 1)
     assert final.directive == "abandon" and "replan budget is spent" in final.summary
     assert len(h.of("PlanDirective", task)) == 2
+    assert final.changed == ["notes.txt", "out/report.csv"]
+    assert "The work left these workspace files changed: notes.txt, out/report.csv." in \
+        final.summary
 
 
 def test_deadline_watchdog_abandons_a_silent_task(harness):

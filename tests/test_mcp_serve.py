@@ -135,7 +135,7 @@ def test_a_client_runs_a_goal_and_approves_by_elicitation(stack):
     assert "42" in out["answer"] or "42" in out["summary"]
     assert out["cost"]["total"]["calls"] >= 4 and out["workspace"] == str(ws)
     assert len(asked) == 1 and "demo.delete_file" in asked[0]       # only the destructive call
-    assert not (ws / "stale1.txt").exists()
+    assert not (ws / "stale1.txt").exists() and out["changed"] == ["stale1.txt"], out
     assert status["id"] == out["run_id"] and status["state"] == "finished"
     assert listed[0]["id"] == out["run_id"]
     assert again["cancelled"] is False                              # it had already ended

@@ -181,6 +181,12 @@ def test_ignore_injects_nothing_but_ggs_blocks_still_apply():
     assert lines == ["MUST NOT use tool: search (blocked by GGS)",
                      "MUST NOT use again: /root/secret (failed before, blocked by GGS)"]
     assert must_not == ["tool:search", "target:/root/secret"]
+    # a program that failed stands as its first line and its length, never shell-quoted whole
+    # (the 1.5B copied its '"'"' quoting into its next program)
+    program = "python3 -c 'import csv\nrows = [r['\"'\"'status'\"'\"'] for r in x]'"
+    lines, _, _, _ = build_constraints(None, [], [program])
+    assert lines == ["MUST NOT use again: python3 -c 'import csv … (2 lines) (failed before, "
+                     "blocked by GGS)"]
 
 
 def test_rules_route_by_sigma_and_merge_into_must_not():

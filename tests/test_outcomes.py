@@ -100,7 +100,7 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
     assert j.kind == "retry", j
     assert "joined its last line ('milkbread')" in j.correction.what_was_wrong
     # the retry edits the original, not the failed result: a right append is no joined line
-    # (this check, appending the same wrong way, still disagrees with it)
+    # (and this check, appending the same wrong way, is no check of it: done, not verified)
     assert (settings.workspace / "groceries.txt").read_text() == "milk"
     assert "groceries.txt were undone" in j.correction.what_to_do
     # the correction spells out the command that appends it right, which fixes the file
@@ -110,7 +110,9 @@ def test_a_line_appended_to_a_file_without_a_final_newline_is_not_done(settings)
     fix = run(settings, todo.split("COMMAND: ", 1)[1].split(" ,", 1)[0])
     j = av.judge(result([fix], "done", attempt=2))
     assert (settings.workspace / "groceries.txt").read_text() == "milk\nbread\n"
-    assert "joined" not in j.outcome.failure_reason, j.outcome.failure_reason
+    assert j.kind == "matched" and not j.outcome.verified, j
+    assert "is no check" in str(av.law0.unverified), av.law0
+    assert j.outcome.changed == ["groceries.txt"]
     (settings.workspace / "g2.txt").write_text("milk\n")
     ok = validator(settings, "Append the line 'bread' to g2.txt",
                    {"output_file": "", "command": "echo bread >> g2.txt"})
@@ -143,6 +145,49 @@ def test_a_check_that_joins_a_line_is_no_check_of_work_that_did_not(settings):
     assert "is no check" in str(av.law0.unverified), av.law0
 
 
+def test_a_change_goals_check_that_joins_a_line_is_no_check_and_a_query_can_stand_in(settings):
+    # dev append-user-row at 65612b9: the check named no file, so its program appended to a
+    # copy of the workspace — onto the last line, which had no newline — and the right row
+    # failed against that copy until the task was abandoned with the row in place. The slip
+    # makes the copy no check; a query's INSERT, which derives the one file the goal changes,
+    # stands in (and, after a right program, confirms it)
+    before = "username,email,role\nanna,anna@example.com,admin\ndmitri,dmitri@example.com,viewer"
+    goal = ("Add a row for a new user to the end of {}: username carol, email "
+            "carol@example.com, role editor.")
+    insert = ("FILE: {}\nSQL: INSERT INTO {} (username, email, role) VALUES "
+              "('carol', 'carol@example.com', 'editor')")
+    work = "printf '\\n%s\\n' carol,carol@example.com,editor >> {}"
+    glues = ("FILE: none\nPYTHON:\nimport csv\nwith open('{}', 'a', newline='') as f:\n"
+             "    csv.writer(f, lineterminator='\\n').writerow(['carol', 'carol@example.com', "
+             "'editor'])")
+    reads = ("FILE: {0}\nPYTHON:\nprint(open('{0}').read().rstrip() + "
+             "'\\ncarol,carol@example.com,editor')")
+    (settings.workspace / "members.csv").write_text(before)
+    av = validator(settings, goal.format("members.csv"), glues.format("members.csv"),
+                   insert.format("members.csv", "members"), reads.format("members.csv"))
+    j = av.judge(result([run(settings, work.format("members.csv"))], "done"))
+    assert (settings.workspace / "members.csv").read_text() == \
+        before + "\ncarol,carol@example.com,editor\n"
+    assert j.kind == "matched" and j.outcome.verified, (j, av.law0)
+    assert any("joined a line" in c for c in av.law0.checks), av.law0.checks
+    assert j.outcome.changed == ["members.csv"]
+    # a right program's copy first: the query, deriving only the file it changes, confirms
+    (settings.workspace / "staff.csv").write_text(before)
+    appends = ("FILE: none\nPYTHON:\nopen('staff.csv', 'a')"
+               ".write('\\ncarol,carol@example.com,editor\\n')")
+    av = validator(settings, goal.format("staff.csv"), appends, insert.format("staff.csv", "staff"))
+    j = av.judge(result([run(settings, work.format("staff.csv"))], "done"))
+    assert j.kind == "matched" and j.outcome.verified, (j, av.law0)
+    assert any("a second check in another form agrees" in c for c in [av.law0.evidence]), av.law0
+    # a query whose table is not what the work made does not confirm it
+    (settings.workspace / "crew.csv").write_text(before)
+    wrong = ("FILE: crew.csv\nSQL: INSERT INTO crew (username, email, role) VALUES "
+             "('carol', 'carol@example.com', 'viewer')")
+    av = validator(settings, goal.format("crew.csv"), appends.replace("staff", "crew"), wrong)
+    j = av.judge(result([run(settings, work.format("crew.csv"))], "done"))
+    assert not (j.kind == "matched" and j.outcome.verified), (j, av.law0)
+
+
 def test_work_code_proved_wrong_is_put_back_when_the_subtask_ends(settings):
     # every attempt glues the line: the subtask fails, and the user's file comes back as it was
     # (a next round starts from it, not from the glued line); the failure reason says so
@@ -158,6 +203,7 @@ def test_work_code_proved_wrong_is_put_back_when_the_subtask_ends(settings):
     assert j.kind == "failed" and "put back as before the work: groceries.txt" in \
         j.outcome.failure_reason, j.outcome.failure_reason
     assert (settings.workspace / "groceries.txt").read_text() == "milk"
+    assert j.outcome.changed == []     # put back: the task leaves nothing changed
 
 
 def test_a_file_a_rejected_round_wrote_is_not_a_later_rounds_work(settings):

@@ -128,7 +128,7 @@ class Bridge:
                        answer=final.answer or (final.output if isinstance(final.output, str)
                                                else ""),
                        summary=final.summary, law1=list(final.law1),
-                       unverified=list(final.unverified))
+                       unverified=list(final.unverified), changed=list(final.changed))
         if needs:
             out["status"] = "needs_approval"
             out["needs_approval"] = needs

@@ -270,6 +270,8 @@ def result_markup(final) -> list[str]:
         lines.append("[green]completed:[/green] " + escape("; ".join(final.completed)))
     if final.failed:
         lines.append("[red]failed:[/red] " + escape("; ".join(final.failed)))
+    if final.changed:
+        lines.append("[dim]changed in the workspace:[/dim] " + escape(", ".join(final.changed[:20])))
     for refusal in final.law1:
         lines.append(f"[yellow]{escape(refusal)}[/yellow]")
     return lines

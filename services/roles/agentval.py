@@ -403,6 +403,7 @@ class AgentValidator:
             tool_calls=[r for _, r in self.records], plan_round=self.subtask.plan_round,
             sequence=self.subtask.sequence, answer=answer_text(self.last_output))
         if self.verifier is not None:
+            outcome.changed = self.verifier.left_changed()
             self.verifier.close()          # the outcome is decided: the before-copy goes
         law0 = self.law0
         if law0 is not None:
@@ -419,7 +420,7 @@ class AgentValidator:
                        failure_reason=outcome.failure_reason, attempts=n,
                        verified=outcome.verified, not_possible=outcome.not_possible,
                        checks=outcome.checks, unverified=outcome.unverified,
-                       changed=list(self.verifier.changed) if self.verifier is not None else [],
+                       changed=outcome.changed,
                        **(rounds.record(self.verifier) if self.verifier is not None else {}))
         return Judgement(status, outcome=outcome)
 

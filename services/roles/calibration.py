@@ -30,6 +30,7 @@ from protocol.settings import Settings, load_settings
 from services.runtime.mkct import ENV_LOCAL, intent_space, target_entity, tool_space
 
 from services.runtime import tasklog
+from services.safety.tools import one_line
 
 log = logging.getLogger("artoo.calibration")
 
@@ -131,7 +132,11 @@ def build_constraints(result: MemoryResult | None, blocked_tools: Iterable[str] 
     lines = [f"{label}: {content}" for label, content in memory_lines
              if label.startswith("MUST NOT")]
     lines += [f"MUST NOT use tool: {t} (blocked by GGS)" for t in tools]
-    lines += [f"MUST NOT use again: {t} (failed before, blocked by GGS)" for t in targets]
+    # a program as its first line and its length: shown whole (shell-quoted, as it ran) the
+    # 1.5B copied its `'"'"'` quoting into its next program (dev avg-200-latency at 65612b9:
+    # KeyError '"\'status\'"'); code refuses a repeat of the call itself (Executor.tried)
+    lines += [f"MUST NOT use again: {one_line(t)} (failed before, blocked by GGS)"
+              for t in targets]
     lines += [f"{label}: {content}" for label, content in memory_lines
               if not label.startswith("MUST NOT")]
     must_not = _dedup(must_not + [tool_space(t) for t in tools]

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from protocol.messages import ToolCallRecord
 
 from services.roles import independence, sqlcheck
-from services.safety import evidence as ev, referents, sandbox
+from services.runtime.llm import RESAMPLE_TEMPERATURE
+from services.safety import evidence as ev, record, referents, sandbox
 from services.safety.tools import head_tail
 from .law0report import ANSWER_AGAIN, Law0Report
 
 if TYPE_CHECKING:
     from .verifier import DerivedCheck
 
-RESAMPLE_TEMPERATURE = 0.7     # one more sample in the first form takes another way
 
 
 def crashed(check: "DerivedCheck") -> bool:
@@ -203,7 +203,20 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
     shown = head_tail(check.output.strip(), 200) or "(nothing)"
     first = self.derived
     same_void, content, rows = False, "", None
-    if first.effects is not None:
+    target = file or check.output_file
+    slip = check.slips[0] if check.slips else \
+        _glued(self, target, check) if target and check.output.strip() else None
+    if slip is not None:
+        # it makes the slip code rejects in the work: no check, and no contradiction either
+        return f"a second independent check in another form (`{check.label}`) is no check: " \
+               f"{slip.message}"
+    if first.effects is not None and check.effects is None and check.output_file and \
+            check.output.strip():
+        # a change goal's second check that derived the one file it changes (a query's
+        # INSERT prints the table as the file must read): that file as it derived it, every
+        # other file as it was
+        ok = _only_changed(self, check.output_file, check)
+    elif first.effects is not None:
         ok = check.effects is not None and \
             _state(check.effects) == _state(ev.snapshot(self.workspace))
     elif file:
@@ -225,7 +238,8 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
     # changed otherwise; for an answer, as many values (a list of ids printed for a count is
     # a check that went astray, not a contradiction)
     check.disagreed = not ok and not same_void and (
-        check.effects is not None if first.effects is not None else
+        (check.effects is not None or bool(check.output_file and check.output.strip()))
+        if first.effects is not None else
         not ev.is_absence(check.output) and (bool(file) or len(ev.answer_values(
             check.output)) == len(ev.answer_values(report.answer))))
     if not ok:
@@ -249,6 +263,25 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
                     f"line, no check that could print one confirmed")
     report.evidence += f"; a second check in another form agrees (`{check.label}`)"
     return ""
+
+
+def _glued(self, file: str, derived: DerivedCheck) -> Optional[record.Glued]:
+    """The slip of appending onto a last line without a newline, in the content `derived`
+    derived for `file` (from the file as it was before the work)."""
+    try:
+        with open(os.path.join(self.before_dir or self.workspace, file), "rb") as fh:
+            old = fh.read(1 << 20)
+    except OSError:
+        return None
+    return record.glued_content(file, old, derived.output.encode("utf-8", "replace"))
+
+
+def _only_changed(self, file: str, check: DerivedCheck) -> bool:
+    """The workspace is the before-copy with `file` holding what `check` derived for it."""
+    real = {p: v for p, v in _state(ev.snapshot(self.workspace)).items() if p != file}
+    was = {p: v for p, v in _state(self.before).items() if p != file}
+    return real == was and ev.same_content(_read(os.path.join(self.workspace, file)),
+                                           check.output, numbers=check.sql)
 
 
 def _state(files: dict[str, ev.FileState]) -> dict[str, Any]:

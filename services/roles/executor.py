@@ -26,7 +26,7 @@ from services.roles.law0report import SILENT_WRITE
 from services.roles.programs import PYTHON_PREFIX, names_data_file
 from services.runtime import tasklog, telemetry, world
 from services.runtime.journal import ToolJournal
-from services.runtime.llm import BudgetSpent, LLMError
+from services.runtime.llm import RESAMPLE_TEMPERATURE, BudgetSpent, LLMError
 from services.safety import evidence, mcp, overview, referents
 from services.safety.record import printed_only_errors
 from services.safety.tools import TOOL_SPECS, Toolbox, approval_note, head_tail, one_line
@@ -373,10 +373,16 @@ class Executor:
                         f"environmentally before); use another one")
         return ""
 
-    def _step(self, system: str, prompt: str) -> ExecutorStep:
+    def _step(self, system: str, prompt: str, *, freer: bool = False) -> ExecutorStep:
+        """One step. `freer`: the model's last reply was not acted on (an answer held back for
+        a missing file, a repeated or already-rejected call, an unreadable reply) and the note
+        saying so is nearly all that changed in its prompt — at temperature 0 the local model
+        then repeated its reply in 9 of 17 such re-asks in dev runs, a call spent for nothing;
+        it is sampled at the checker's resample temperature instead."""
         if self.local:
-            return parse_local_step(self.llm.complete_text(system, prompt, task_id=self.task_id,
-                                                           max_tokens=LOCAL_MAX_TOKENS))
+            return parse_local_step(self.llm.complete_text(
+                system, prompt, task_id=self.task_id, max_tokens=LOCAL_MAX_TOKENS,
+                temperature=RESAMPLE_TEMPERATURE if freer else None))
         return self.llm.complete_json(ExecutorStep, system, prompt, task_id=self.task_id)
 
     def _run_once(self, attempt: int, turn: int, tool: str, args: dict[str, Any], sig: str
@@ -442,6 +448,7 @@ class Executor:
         last_sig: Optional[str] = None
         repeats = refused = 0
         held = False                           # an answer already held back for a missing file
+        rejected = False                       # the last reply was not acted on: re-asked
         system = self.system_prompt()
         for record in self.history:            # the earlier attempts of this subtask
             self.tried[signature(record.tool, record.arguments)] = record
@@ -457,10 +464,11 @@ class Executor:
             return result(*fixed)
         for turn in range(1, self.max_turns + 1):
             prompt = self.user_prompt(correction, calls, notes)
-            notes = []
+            notes, freer, rejected = [], rejected, False
             try:
-                step = self._step(system, prompt)
+                step = self._step(system, prompt, freer=freer)
             except ValueError as exc:          # a local reply of no known form: say so, go on
+                rejected = True
                 notes.append(f"YOUR LAST REPLY WAS NOT USED: {exc}. Reply with one line: "
                              f"COMMAND: ..., ANSWER: ... or NOT POSSIBLE: ...")
                 continue
@@ -483,7 +491,7 @@ class Executor:
                 if unmade:
                     # an answer while a file the goal makes is missing is not done (Law 0 would
                     # reject it and a retry start over): once per attempt, the model goes on
-                    held = True
+                    held = rejected = True
                     notes += [f"NOT DONE: {p} DOES NOT EXIST YET. Make it with the next "
                               f"COMMAND." for p in unmade]
                     continue
@@ -516,6 +524,7 @@ class Executor:
                     return result("uncertain", last,
                                   f"executor stuck: requested the same {tool} call three times "
                                   f"in a row")
+                rejected = True
                 notes.append(f"DUPLICATE CALL NOT EXECUTED: #{len(calls)} was exactly this "
                              f"call; its result is above. Use a different call, or reply with "
                              f"the result." + (" Reply ANSWER: now, taken from that output."
@@ -534,6 +543,7 @@ class Executor:
                                   calls[-1].output if calls else None,
                                   "executor stuck: it proposes only calls that already failed")
                 shown = head_tail(earlier.output or earlier.error or "(no output)", 300)
+                rejected = True
                 notes.append(f"NOT RUN AGAIN: an earlier attempt already ran exactly this, and "
                              f"that attempt was rejected. It printed:\n{shown}\nUse a different "
                              f"approach" + (" (a PYTHON: program that parses the file is often "

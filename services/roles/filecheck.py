@@ -12,7 +12,7 @@ from protocol.messages import ToolCallRecord
 from services.safety import evidence as ev, record
 from services.safety.tools import head_tail
 from . import rounds
-from .confirm import _outputs, _state, confirms, mended
+from .confirm import _glued, _outputs, _state, confirms, mended
 from .law0report import SILENT_WRITE, Law0Report
 
 if TYPE_CHECKING:
@@ -143,17 +143,6 @@ def untouched(file: str, checks: list[str], answer: str) -> Law0Report:
                                  f"then show it with cat")
 
 
-def _glued(self, file: str, derived: DerivedCheck) -> Optional[record.Glued]:
-    """The slip of appending onto a last line without a newline, in the content `derived`
-    derived for `file` (from the file as it was before the work)."""
-    try:
-        with open(os.path.join(self.before_dir or self.workspace, file), "rb") as fh:
-            old = fh.read(1 << 20)
-    except OSError:
-        return None
-    return record.glued_content(file, old, derived.output.encode("utf-8", "replace"))
-
-
 def stand_in(self, derived: DerivedCheck, checks: list[str], failing: str,
              usable: Callable[[DerivedCheck], bool] = lambda c: True) -> Optional[DerivedCheck]:
     """A file check that checked nothing — it derived nothing (the 1.5B checker's awk often
@@ -161,12 +150,33 @@ def stand_in(self, derived: DerivedCheck, checks: list[str], failing: str,
     check that crashed, if that one derives something `usable`; the k-of-N step then counts it
     as the first check. None when there is no such one."""
     other = mended(self, derived, self.derive_other(derived))
-    if not (other.available and other.output.strip() and usable(other)):
+    if not (other.available and (other.output.strip() or other.effects is not None) and
+            usable(other)):
         return None
     checks.append(f"independent check `{derived.label}` {failing}; "
                   f"`{other.label}` stands in for it")
     self.derived = other
     return other
+
+
+def unslipped(self, derived: DerivedCheck, checks: list[str]) -> DerivedCheck:
+    """A change goal's check whose copy shows the slip code rejects in the work (an append
+    joined to a last line with no newline, `record.glued`) is no check of work that did not
+    make it (dev append-user-row at 65612b9: the check's program appended onto the last line,
+    and a right file failed against it until the task was abandoned with the row in place).
+    One in the other form stands in — a copy it changed, or the content it derived for the
+    file — if it does not slip too; else no check: done, but not verified. Any other check is
+    returned as it is."""
+    if not (derived.available and derived.slips):
+        return derived
+    said = "; ".join(g.message for g in derived.slips)
+    other = stand_in(self, derived, checks, f"joined a line ({said})", lambda c: not c.slips and
+                     not (c.output_file and _glued(self, c.output_file, c)))
+    if other is not None:
+        return other
+    derived.available = False
+    derived.why_unavailable = f"the independent check (`{derived.label}`) is no check: {said}"
+    return derived
 
 
 def check_effects(self, derived: DerivedCheck, after: dict[str, ev.FileState],

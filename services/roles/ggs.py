@@ -66,6 +66,7 @@ class TaskState(BaseModel):
     completed: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)         # subtask intent → why
     law1: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)             # files its subtasks left changed
     last_loss: Optional[LossBreakdown] = None
     last_grad: float = 0.0
     last_gap: str = ""
@@ -205,6 +206,7 @@ class Solver(Takeovers):
                 st.failed.pop(key, None)
             elif key not in st.completed:
                 st.failed[key] = (o.failure_reason or loss.failed_criterion([o]) or "failed")
+            st.changed += [p for p in o.changed if p not in st.changed]
             for c in o.tool_calls:
                 if c.law1:
                     note = f"[LAW1] {c.tool} {c.target}".strip() + (f": {c.error}" if c.error else "")
@@ -476,7 +478,7 @@ class Solver(Takeovers):
             grad_l=res.grad if res else st.last_grad, replans=traj.directives,
             completed=list(st.completed),
             failed=[f"{k}: {v}" for k, v in st.failed.items()], law1=list(st.law1),
-            elapsed_ms=round((now - (st.created_at or st.first_seen)) * 1000, 3),
+            changed=list(st.changed), elapsed_ms=round((now - (st.created_at or st.first_seen)) * 1000, 3),
             llm_calls=self.logged_calls(st), llm_budget=st.llm_budget)
         entries = ([self.entry(MemoryWrite(task_id=st.task_id, megrams=megrams))] if megrams
                    else []) + [self.entry(final)]
@@ -515,6 +517,10 @@ class Solver(Takeovers):
         parts = []
         parts.append(f"Completed: {'; '.join(st.completed)}." if st.completed
                      else "Nothing was completed.")
+        if st.changed:
+            # not done is not untouched: the work of failed subtasks may have stayed
+            shown = ", ".join(st.changed[:10]) + (" …" if len(st.changed) > 10 else "")
+            parts.append(f"The work left these workspace files changed: {shown}.")
         if st.failed:
             parts.append("Failed: " + "; ".join(f"{k} ({v})" for k, v in st.failed.items()) + ".")
         n = len([v for v in st.best_outputs.values() if v is not None])

@@ -32,7 +32,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -73,6 +73,7 @@ class DerivedCheck:
     recalled: str = ""                  # it restates this fact of the world's projection
     reply: str = ""                     # the checker's reply as written (shown if it crashed)
     named: str = ""                     # its FILE as it named it (output_file: as resolved)
+    slips: list = field(default_factory=list)   # record.Glued: lines its copy's appends joined
 
     @property
     def sql(self) -> bool:
@@ -168,6 +169,12 @@ class Verifier:
         back = undo.put_back(self.before_dir, self.workspace, ch.modified + ch.deleted)
         self.changed = [p for p in self.changed if p not in back]   # the user's again
         return back
+
+    def left_changed(self) -> list[str]:
+        """The files the subtask's work leaves made, modified or deleted as it ends (after any
+        put back): what the user finds changed, whatever the outcome says."""
+        ch = ev.diff(self.before, ev.snapshot(self.workspace)) if self.started else None
+        return sorted(ch.touched + ch.deleted) if ch else []
 
     def close(self) -> None:
         if self.before_dir:
@@ -402,7 +409,8 @@ class Verifier:
             if effects and not out.error:
                 after = ev.snapshot(scratch)
                 if _state(after) != _state(self.before):
-                    check.effects = after
+                    check.effects = after     # with the slip code rejects in work, if made
+                    check.slips = record.glued(root, scratch, ev.diff(self.before, after).modified)
             elif pure and not out.error:
                 # a check of a question may print, not change: one that deleted or rewrote
                 # inputs derived nothing about them
@@ -553,6 +561,7 @@ class Verifier:
         if backed:                 # the server's data: no workspace check can see it
             return Law0Report("unverified", backed, checks, unverified=[backed], answer=answer)
         derived = self.derive()
+        derived = derived if claims_none else filecheck.unslipped(self, derived, checks)
         file = derived.output_file if derived.available or derived.output_file else ""
         if derived.available and derived.effects is not None and not claims_none:
             return filecheck.check_effects(self, derived, after, changes, checks, answer, revealed,

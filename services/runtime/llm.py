@@ -40,6 +40,10 @@ ROLE_TIERS = {"perceiver": "BRAIN", "planner": "BRAIN", "metaval": "BRAIN",
 JSON_MODES = ("json_schema", "json_object_schema", "json_object", "none")
 LOCAL_MAX_TOKENS = 384     # default completion budget per call on the bundled local model
 LOCAL_TEMPERATURE = 0.0
+# A question asked again whose last answer was rejected, sampled so it may take another way (at
+# temperature 0 the 1.5B repeated 10 of 11 crashed checking programs verbatim): the checker's
+# resample (k-of-N) and repair, and the executor's re-ask after a reply it could not act on.
+RESAMPLE_TEMPERATURE = 0.7
 ANSWERS_KEPT = 32
 
 
