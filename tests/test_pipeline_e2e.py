@@ -105,6 +105,16 @@ def test_decision_trail_and_cost_table():
     assert rows == [("perceiver", 1, 0, 0, 0.5), ("planner", 2, 11, 5, 2.0)]
 
 
+def test_the_result_names_the_files_the_work_left_changed():
+    loss = LossBreakdown(D=1, P=1, Omega=0, L=1)
+    final = FinalResult(task_id="r", directive="abandon", summary="Task abandoned.", loss=loss,
+                        changed=["members.csv", "out/report.txt"])
+    assert "[dim]changed in the workspace:[/dim] members.csv, out/report.txt" in \
+        render.result_markup(final)
+    assert not any("changed in" in line for line in render.result_markup(
+        FinalResult(task_id="r", directive="abandon", summary="Task abandoned.", loss=loss)))
+
+
 def test_exit_codes():
     loss = LossBreakdown(D=0, P=0, Omega=0, L=0)
     def final(directive, **kw):
