@@ -355,13 +355,26 @@ def test_disagreement_is_a_correction_then_a_failed_attempt(settings, ws):
     av = validator(settings, goal, {"output_file": "", "command": "grep -c ERROR app.log"})
     j = av.judge(result([run(settings, "wc -l < app.log")], "4"))
     assert j.kind == "retry"
-    assert "grep -c ERROR app.log" in j.correction.what_was_wrong and "4" in \
-        j.correction.what_was_wrong                                      # both outputs shown
+    # both outputs shown; the check's command is not (a method to copy, never evidence)
+    assert j.correction.what_was_wrong == ("your answer '4' does not agree with an independent "
+                                           "check: a shell command printed: 2")
     j2 = av.judge(result([run(settings, "wc -l < app.log")], "4", attempt=2))
     # contradicted, not "could not be confirmed": not done, and both outputs are in the reason
     assert j2.kind == "failed" and not j2.outcome.verified and not j2.outcome.not_possible
     assert "4" in j2.outcome.failure_reason and "grep -c ERROR app.log" in \
-        j2.outcome.failure_reason
+        j2.outcome.failure_reason                     # the user's report names the check
+
+
+def test_a_correction_names_a_checks_command_by_its_form_only():
+    from services.roles.law0report import conceal_checks
+    text = ("an independent check (`python3 -c 'import os\nfor f in os.listdir(\"r\")'`) "
+            "printed: 3; a second check (`SQL SELECT COUNT(*) FROM t`) printed: 3; your "
+            "command (`grep -c ERROR app.log`) printed 4; the item `- [ ]`; "
+            "`find . -name '*.log' | wc -l` printed 2")
+    assert conceal_checks(text, ["grep -c ERROR app.log"]) == (
+        "an independent check (a program) printed: 3; a second check (`SQL SELECT COUNT(*) "
+        "FROM t`) printed: 3; your command (`grep -c ERROR app.log`) printed 4; the item "
+        "`- [ ]`; a shell command printed 2")
 
 
 def test_agreeing_only_after_seeing_the_check_is_not_verified(settings, ws):

@@ -42,6 +42,7 @@ from services.safety.tools import head_tail
 from services.safety import evidence as values
 from services.safety import referents
 from . import rounds
+from .law0report import conceal_checks
 from .verifier import Law0Report, Verifier, answer_text
 
 log = logging.getLogger("artoo.agentval")
@@ -279,10 +280,12 @@ class AgentValidator:
             if back:
                 todo += (f" (your changes to {', '.join(back[:5])} were undone: it is back as "
                          f"it was before your first attempt; make the whole change on it again)")
+            own = [r.target for _, r in self.records if r.tool == "shell"]
             correction = CorrectionSignal(
                 task_id=self.task_id, subtask_id=self.subtask.subtask_id, attempt_number=attempt,
                 failed_criterion=first.criterion, failure_class=first.failure_class,
-                what_was_wrong=wrong, what_to_do=todo, fix_command=fix)
+                what_was_wrong=conceal_checks(wrong, own), what_to_do=conceal_checks(todo, own),
+                fix_command=fix)
             tasklog.append(self.settings.tasks_dir, self.task_id, "correction",
                            subtask_id=self.subtask.subtask_id, attempt=attempt,
                            what_was_wrong=correction.what_was_wrong,
