@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from .verifier import DerivedCheck
 
 
-
 def crashed(check: "DerivedCheck") -> bool:
     """It was proposed and could not run (a broken program, a failed command), the budget
     aside: asked the same question at temperature 0 it would crash again, so it is asked once

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from protocol.messages import ToolCallRecord
 
-from services.safety import evidence as ev, record
+from services.safety import evidence as ev
 from services.safety.tools import head_tail
 from . import rounds
 from .confirm import _glued, _outputs, _state, confirms, mended
