@@ -1342,6 +1342,25 @@ def test_a_first_check_that_crashed_is_mended_in_its_own_form(settings, ws):
     assert any("printed: 985000" in c for c in j.outcome.checks), j.outcome.checks
 
 
+def test_a_crashed_check_is_repaired_once_however_often_it_is_asked(settings, ws):
+    """dev extract-warnings at 65612b9: the first check's program crashed and its repair
+    crashed verbatim; a query stood in; the k-of-N step asked the program form again — the same
+    question, the same crashed reply (at temperature 0 the client answers it from its cache) —
+    and repaired it once more, verbatim again, and the executor's retry found the task's budget
+    spent. A crash already repaired is not repaired again: its repair is the answer."""
+    require_sandbox(settings, "the checks are programs and a query")
+    broken = SUM_PY.replace("r['population']", "r['pop']")
+    llm_replies = [broken, broken, NORWAY_SQL, broken, NORWAY_SQL]
+    av = validator(settings, "Total population of the Norwegian cities in cities.csv?",
+                   *llm_replies)
+    j = av.judge(result([run(settings, SUM)], "985000"))
+    prompts = av.verifier.llm.prompts
+    assert sum("It failed when it ran" in p for p in prompts) == 1, prompts
+    assert len(prompts) == 5 and av.verifier.llm.replies == [], prompts
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome
+    assert any("KeyError" in u for u in j.outcome.unverified), j.outcome.unverified
+
+
 def test_a_mended_check_is_told_where_a_file_it_could_not_open_is():
     """dev abs-path-total: the second check opened data/sales_q1.csv (the file is
     data/2024/sales_q1.csv); shown only its error it wrote the same path again. Code resolves

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from protocol.messages import ToolCallRecord
 
@@ -33,7 +33,8 @@ def first_check(self) -> "DerivedCheck":
     first = self.derive_as(None)
     if not crashed(first):
         return first
-    again = self.derive_as(first.program, query=first.sql, file=first.output_file, repair=first)
+    again = repaired(self, first, lambda: self.derive_as(first.program, query=first.sql,
+                                                         file=first.output_file, repair=first))
     other = again if again.available else self.derive_other(first)
     return other if other.available else first
 
@@ -44,8 +45,20 @@ def mended(self, first: "DerivedCheck", other: "DerivedCheck") -> "DerivedCheck"
     temperature 0 it would crash again — when that one runs."""
     if not crashed(other):
         return other
-    again = self.derive_other(first, repair=other)
+    again = repaired(self, other, lambda: self.derive_other(first, repair=other))
     return again if again.available else other
+
+
+def repaired(self, broken: "DerivedCheck", ask: Callable[[], "DerivedCheck"]) -> "DerivedCheck":
+    """The repair of a crashed check, asked once per crash. The same question asked again at
+    temperature 0 gets the same crashed reply without a model call (the k-of-N step asks the
+    first form again after a stand-in), and its repair was asked already: the answer is the
+    same, not another call (dev extract-warnings at 65612b9: one crashed program was repaired
+    twice, both times verbatim, and the executor's retry found the task's budget spent)."""
+    key = (broken.reply, broken.error, broken.why_unavailable)
+    if key not in self.repairs:
+        self.repairs[key] = ask()
+    return self.repairs[key]
 
 
 def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, *,

@@ -103,6 +103,7 @@ class Verifier:
         self.before_dir: Optional[str] = None
         self.derived: Optional[DerivedCheck] = None
         self.shown: list[DerivedCheck] = []     # other checks a correction showed the executor
+        self.repairs: dict[tuple, DerivedCheck] = {}    # a crashed reply → its repair (once)
         self.refuted: list[str] = []            # first-check outputs a second check refuted
         self.contradicted: list[str] = []       # answers the first check contradicted
         self.changed: list[str] = []            # files the subtask created, changed or deleted
@@ -171,8 +172,7 @@ class Verifier:
         return back
 
     def left_changed(self) -> list[str]:
-        """The files the subtask's work leaves made, modified or deleted as it ends (after any
-        put back): what the user finds changed, whatever the outcome says."""
+        """What the subtask's work leaves made, modified or deleted (after any put back)."""
         ch = ev.diff(self.before, ev.snapshot(self.workspace)) if self.started else None
         return sorted(ch.touched + ch.deleted) if ch else []
 
