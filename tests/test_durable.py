@@ -139,13 +139,7 @@ def history_summary(sched: dict, t0: float) -> str:
 
 def kill_everything(settings) -> int:
     """SIGKILL every process of the daemon at once (supervisord, bus, roles, effectors, tools)."""
-    procs = daemon.our_processes(settings)
-    for p in procs:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=10)
+    killed: set[int] = set()
 
     def gone() -> bool:
         # a process forked while the list was taken (an effector, a tool) outlives the kill
@@ -154,11 +148,13 @@ def kill_everything(settings) -> int:
         for p in left:
             try:
                 p.kill()
+                killed.add(p.pid)
             except psutil.NoSuchProcess:
                 pass
         return not left
+    gone()
     wait_until(gone, 30, "every daemon process gone", interval=0.2)
-    return len(procs)
+    return len(killed)
 
 
 @pytest.mark.parametrize("phase", PHASES)
