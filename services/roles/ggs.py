@@ -478,7 +478,8 @@ class Solver(Takeovers):
             grad_l=res.grad if res else st.last_grad, replans=traj.directives,
             completed=list(st.completed),
             failed=[f"{k}: {v}" for k, v in st.failed.items()], law1=list(st.law1),
-            changed=list(st.changed), elapsed_ms=round((now - (st.created_at or st.first_seen)) * 1000, 3),
+            changed=list(st.changed),
+            elapsed_ms=round((now - (st.created_at or st.first_seen)) * 1000, 3),
             llm_calls=self.logged_calls(st), llm_budget=st.llm_budget)
         entries = ([self.entry(MemoryWrite(task_id=st.task_id, megrams=megrams))] if megrams
                    else []) + [self.entry(final)]
