@@ -215,9 +215,7 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
     shown = head_tail(check.output.strip(), 200) or "(nothing)"
     first = self.derived
     same_void, content, rows = False, "", None
-    target = file or check.output_file
-    slip = check.slips[0] if check.slips else \
-        _glued(self, target, check) if target and check.output.strip() else None
+    slip = slipped(self, check, file)
     if slip is not None:
         # it makes the slip code rejects in the work: no check, and no contradiction either
         return f"a second independent check in another form (`{check.label}`) is no check: " \
@@ -286,6 +284,14 @@ def _glued(self, file: str, derived: DerivedCheck) -> Optional[record.Glued]:
     except OSError:
         return None
     return record.glued_content(file, old, derived.output.encode("utf-8", "replace"))
+
+
+def slipped(self, check: DerivedCheck, file: str = "") -> Optional[record.Glued]:
+    """The slip code rejects in the work, made by a check: on the copy it changed, or in the
+    content it derived for `file` (its own file when none is given)."""
+    target = file or check.output_file
+    return check.slips[0] if check.slips else \
+        _glued(self, target, check) if target and check.output.strip() else None
 
 
 def _only_changed(self, file: str, check: DerivedCheck) -> bool:

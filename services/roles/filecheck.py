@@ -12,7 +12,7 @@ from protocol.messages import ToolCallRecord
 from services.safety import evidence as ev
 from services.safety.tools import head_tail
 from . import rounds
-from .confirm import _glued, _outputs, _state, confirms, mended
+from .confirm import _glued, _outputs, _state, confirms, mended, slipped
 from .law0report import SILENT_WRITE, Law0Report
 
 if TYPE_CHECKING:
@@ -170,8 +170,8 @@ def unslipped(self, derived: DerivedCheck, checks: list[str]) -> DerivedCheck:
     if not (derived.available and derived.slips):
         return derived
     said = "; ".join(g.message for g in derived.slips)
-    other = stand_in(self, derived, checks, f"joined a line ({said})", lambda c: not c.slips and
-                     not (c.output_file and _glued(self, c.output_file, c)))
+    other = stand_in(self, derived, checks, f"joined a line ({said})",
+                     lambda c: slipped(self, c) is None)
     if other is not None:
         return other
     derived.available = False
