@@ -1478,3 +1478,35 @@ def test_a_valueless_check_that_read_a_sibling_supports_nothing(settings, ws):
     j = av.judge(result([run(settings, "grep -c ERROR app.log")], "2"))
     assert j.kind == "retry" and "no independent check confirms" in \
         j.correction.what_was_wrong, j
+
+
+def test_a_check_that_changed_its_copy_found_a_change_not_nothing(settings, ws):
+    """A change asked in words no list names ("turn that around"): the executor's command
+    printed nothing and changed nothing, and it says nothing was found. The check's program
+    renamed the files on its copy and printed nothing — it made the change, it did not find
+    nothing — so the goal is not `not_possible` (dev date-first-renames at 713dd00 ended a
+    confirmed not_possible this way): the workspace is compared with the copy, the attempt
+    failed. Done right, the same checks verify it, the second in the other form on a copy too."""
+    require_sandbox(settings, "a check that changes files runs only in the sandbox, on a copy")
+    (ws / "archive").mkdir()
+    for name in ("web-2023.log", "db-2023.log"):
+        (ws / "archive" / name).write_text(name)
+    goal = ("the logs in archive/ carry the year last in their names - could you turn that "
+            "around so the year comes first? web-2023.log should end up as 2023-web.log")
+    flip = ("FILE: none\nPYTHON:\nimport os\nfor f in os.listdir('archive'):\n"
+            "    stem, year = f[:-4].rsplit('-', 1)\n"
+            "    os.rename('archive/' + f, 'archive/' + year + '-' + stem + '.log')")
+    flip_sh = {"output_file": "", "command": "cd archive && for f in *-2023.log; do "
+                                             "mv \"$f\" \"2023-${f%-2023.log}.log\"; done"}
+    av = validator(settings, goal, flip, flip_sh)
+    j = av.judge(result([run(settings, "ls archive | grep -c '^2023-' || true")],
+                        "nothing found: the command printed nothing", status="not_possible"))
+    assert j.kind == "retry", j
+    assert "missing: archive/2023-db.log, archive/2023-web.log" in j.correction.what_was_wrong
+    assert sorted(os.listdir(ws / "archive")) == ["db-2023.log", "web-2023.log"]
+    av = validator(settings, goal, flip, flip_sh)
+    work = run(settings, "cd archive && mv web-2023.log 2023-web.log && mv db-2023.log "
+                         "2023-db.log")
+    j = av.judge(result([work], "renamed"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    assert any("second independent check (command)" in c for c in j.outcome.checks), j.outcome

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from protocol.messages import ToolCallRecord
 
-from services.safety import evidence as ev
+from services.safety import evidence as ev, record
 from services.safety.tools import head_tail
 from . import rounds
 from .confirm import _glued, _outputs, _state, confirms, mended, slipped
@@ -248,3 +248,27 @@ def raw(answer: str, records: list[ToolCallRecord]) -> bool:
     text = (answer or "").strip()
     return ev.is_absence(text) or text == SILENT_WRITE or any(
         text == (r.output or "").strip() for r in records)
+
+
+def scratch_effects(self, check: DerivedCheck, out, root: str, scratch: str, spots: list[str],
+                    *, effects: bool, pure: bool) -> None:
+    """What a check run on a scratch copy did to it. For a change goal (`effects`) the copy's
+    state is the derivation of what the workspace must hold. Otherwise a check that changed
+    files and printed nothing did not find nothing: it made the change it took the goal to
+    ask for, so the goal is a change goal the wording did not show ("can you flip them so the
+    date comes first?"; dev date-first-renames at 713dd00: a rename program's silence
+    "confirmed" not_possible) — its copy is the derivation, and every later check of this
+    subtask is one of effects too. A command that changed what it was to read for a question
+    derived nothing (`pure`)."""
+    after = ev.snapshot(scratch)
+    changed = {p for p, v in _state(after).items() if _state(self.before).get(p) != v} | \
+        (set(self.before) - set(after))
+    if effects or (changed - set(spots) and ev.is_absence(out.output)
+                   and not ev.asks_only(self.goal)):
+        if _state(after) != _state(self.before):
+            check.effects = after     # with the slip code rejects in work, if made
+            check.slips = record.glued(root, scratch, ev.diff(self.before, after).modified)
+            self.change_revealed = True
+    elif pure and changed - set(spots):
+        out.error = (f"the check changed files it was to read "
+                     f"({', '.join(sorted(changed - set(spots))[:5])})")

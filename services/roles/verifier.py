@@ -48,7 +48,7 @@ from services.runtime import world
 from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
-from .confirm import (RESAMPLE_TEMPERATURE, _norm_cmd, _outputs, _state, _written,
+from .confirm import (RESAMPLE_TEMPERATURE, _norm_cmd, _outputs, _written,
                       confirm, first_check, reread_shown, unsupported,
                       valueless_first)
 from .filecheck import raw, void
@@ -108,6 +108,7 @@ class Verifier:
         self.contradicted: list[str] = []       # answers the first check contradicted
         self.changed: list[str] = []            # files the subtask created, changed or deleted
         self.changes: Optional[ev.Changes] = None
+        self.change_revealed = False            # a check changed its copy: a change goal
         self.started = False
 
     # -- around the subtask ---------------------------------------------------------------
@@ -292,8 +293,8 @@ class Verifier:
             return check
         # a goal that changes the workspace without one file to check (move, rename, delete):
         # the check's command does it on a scratch copy, and the copy is what to compare with
-        effects = not check.output_file and ev.asks_to_change(self.goal) and \
-            toolbox.sandbox.mode == "bubblewrap"
+        effects = not check.output_file and toolbox.sandbox.mode == "bubblewrap" and \
+            (ev.asks_to_change(self.goal) or self.change_revealed)
         level = READ_ONLY if check.command.startswith(PYTHON_PREFIX) else \
             classify(check.command, workspace=root, cwd=root).level
         if check.command.startswith(PYTHON_PREFIX) or effects or (
@@ -406,21 +407,9 @@ class Verifier:
                     with open(written, encoding="utf-8", errors="replace") as fh:
                         out.output = fh.read(1 << 20) or "(no output)"
                     break
-            if effects and not out.error:
-                after = ev.snapshot(scratch)
-                if _state(after) != _state(self.before):
-                    check.effects = after     # with the slip code rejects in work, if made
-                    check.slips = record.glued(root, scratch, ev.diff(self.before, after).modified)
-            elif pure and not out.error:
-                # a check of a question may print, not change: one that deleted or rewrote
-                # inputs derived nothing about them
-                changed = {p for p, v in _state(ev.snapshot(scratch)).items()
-                           if _state(self.before).get(p) != v} | \
-                    (set(self.before) - set(ev.snapshot(scratch)))
-                changed -= set(spots)
-                if changed:
-                    out.error = (f"the check changed files it was to read "
-                                 f"({', '.join(sorted(changed)[:5])})")
+            if not out.error:
+                filecheck.scratch_effects(self, check, out, root, scratch, spots,
+                                          effects=effects, pure=pure)
             return out
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -563,7 +552,8 @@ class Verifier:
         derived = self.derive()
         derived = derived if claims_none else filecheck.unslipped(self, derived, checks)
         file = derived.output_file if derived.available or derived.output_file else ""
-        if derived.available and derived.effects is not None and not claims_none:
+        if derived.available and derived.effects is not None:
+            # also when the executor found nothing: a check that changed its copy found a change
             return filecheck.check_effects(self, derived, after, changes, checks, answer, revealed,
                                        records)
         unexpected = [p for p in changes.modified + changes.deleted if p != file]
