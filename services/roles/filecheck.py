@@ -260,15 +260,17 @@ def scratch_effects(self, check: DerivedCheck, out, root: str, scratch: str, spo
     "confirmed" not_possible) — its copy is the derivation, and every later check of this
     subtask is one of effects too. A command that changed what it was to read for a question
     derived nothing (`pure`)."""
+    revealing = ev.is_absence(out.output) and not ev.asks_only(self.goal)
+    if not (effects or pure or revealing):
+        return                        # a value printed for a question: nothing to snapshot
     after = ev.snapshot(scratch)
-    changed = {p for p, v in _state(after).items() if _state(self.before).get(p) != v} | \
-        (set(self.before) - set(after))
-    if effects or (changed - set(spots) and ev.is_absence(out.output)
-                   and not ev.asks_only(self.goal)):
-        if _state(after) != _state(self.before):
+    was, now = _state(self.before), _state(after)
+    changed = {p for p, v in now.items() if was.get(p) != v} | (set(was) - set(now))
+    extra = changed - set(spots)
+    if effects or (extra and revealing):
+        if changed:
             check.effects = after     # with the slip code rejects in work, if made
             check.slips = record.glued(root, scratch, ev.diff(self.before, after).modified)
             self.change_revealed = True
-    elif pure and changed - set(spots):
-        out.error = (f"the check changed files it was to read "
-                     f"({', '.join(sorted(changed - set(spots))[:5])})")
+    elif pure and extra:
+        out.error = f"the check changed files it was to read ({', '.join(sorted(extra)[:5])})"
