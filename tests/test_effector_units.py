@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import shlex
 import subprocess
 
 import pytest
@@ -403,6 +404,29 @@ def test_python_replies_run_as_programs_with_their_missing_imports(settings, too
     result = Executor(subtask("add up n.txt"), llm, toolbox, settings).run_attempt(1)
     assert (result.status, result.output) == ("completed", "6")
     assert result.tool_calls[0].output.strip() == "6" and not result.tool_calls[0].error
+
+
+def test_programs_the_small_model_broke_in_two_known_ways_are_mended_and_run(tmp_path):
+    # compound statements run together on one line, and an explanation written inside an
+    # unfenced program (dev copy-into-new-folder, team-emails-clean at 713dd00): each a
+    # SyntaxError that cost a round; a program that is wrong otherwise is left as it is
+    from services.roles.programs import python_command
+    (tmp_path / "todo.txt").write_text("a\nb\n")
+    (tmp_path / "backup").mkdir()
+    joined = python_command("with open('todo.txt') as f, open('backup/todo.txt', 'w') as g: "
+                            "for line in f: g.write(line)")
+    explained = python_command("emails = {'B@x.org', 'a@x.org'}\n"
+                               "print('\\n'.join(sorted(e.lower() for e in emails)))\n\n"
+                               "This program lowercases the emails, sorts them and prints them.\n"
+                               "It uses a set to drop duplicates.")
+    for command, out in ((joined, ""), (explained, "a@x.org\nb@x.org\n")):
+        run = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=30,
+                             cwd=tmp_path)
+        assert (run.returncode, run.stdout) == (0, out), (command, run.stderr)
+    assert (tmp_path / "backup" / "todo.txt").read_text() == "a\nb\n"
+    assert "This program" not in explained
+    for broken in ("x = 1\nif x:\nprint(x)", "total = 0\nprint(tot"):
+        assert python_command(broken) == "python3 -c " + shlex.quote(broken)
 
 
 def test_an_answer_before_any_output_gives_way_to_the_action_that_follows_it(settings, toolbox):

@@ -4,6 +4,7 @@ checker's): taken out of their fences, mended where the small model reliably sli
 from __future__ import annotations
 
 import ast
+import keyword
 import os
 import re
 import shlex
@@ -37,12 +38,77 @@ def _print_last_value(code: str) -> str:
                                             f"if _value is not None:\n    print(_value)")
 
 
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+_COMPOUND = ("if", "elif", "else", "for", "while", "with", "try", "except", "finally", "def",
+             "class")
+_NESTED = re.compile(r"\s+(?:for|if|while|with|try)\b")
+
+
+def _split_header(line: str) -> str:
+    """`with open(a) as f, open(b) as g: for x in f: g.write(x)` as the block it means: a
+    compound statement's body may not start with another compound statement on its line (a
+    SyntaxError the small model makes). The colon is found outside brackets and quotes."""
+    indent = line[:len(line) - len(line.lstrip())]
+    if line.lstrip().split(" ", 1)[0].rstrip(":") not in _COMPOUND:
+        return line
+    depth, quote, i = 0, "", 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == ":" and depth == 0 and _NESTED.match(line, i + 1):
+            return line[:i + 1] + "\n" + _split_header(indent + "    " + line[i + 1:].strip())
+        i += 1
+    return line
+
+
+_PROSE = re.compile(r"[A-Za-z]+ [A-Za-z]+ [A-Za-z]+\b")    # "This program reads …", unindented
+
+
+def _mend_syntax(code: str) -> str:
+    """A program that does not parse, mended where the slip is unambiguous, else as it was
+    (it then fails and its error is shown): compound statements run together on one line, and
+    prose after the code (an explanation the model wrote inside an unfenced program) — a tail
+    of lines none of which is a statement, after a head that parses."""
+    if _parses(code):
+        return code
+    split = "\n".join(_split_header(line) for line in code.split("\n"))
+    if _parses(split):
+        return split
+    lines = split.split("\n")
+    for k in range(1, len(lines)):
+        tail = [line for line in lines[k:] if line.strip()]
+        if not tail or not _PROSE.match(tail[0]) or keyword.iskeyword(tail[0].split()[0]):
+            continue
+        head = "\n".join(lines[:k])
+        if head.strip() and _parses(head) and not any(_parses(t.strip()) for t in tail):
+            return head.rstrip()
+    return code
+
+
 def python_command(code: str) -> str:
     """A PYTHON: reply as the shell command that runs it (`python3 -c '…'`, quoted for bash), so
     it goes through the same Law 1 gate, sandbox, journal and records as any command. Slips the
     small model often makes are mended: standard modules used but not imported are imported,
-    `open(…) as f:` gets its `with`, and a final bare expression is printed."""
-    code = _print_last_value(_BARE_OPEN.sub(r"\1with \2", code))
+    `open(…) as f:` gets its `with`, compound statements run together on a line are split,
+    prose after the program is dropped, and a final bare expression is printed."""
+    code = _print_last_value(_mend_syntax(_BARE_OPEN.sub(r"\1with \2", code)))
 
     def imported(name: str) -> bool:
         return bool(re.search(rf"^\s*(?:import|from)\s[^\n]*\b{name}\b", code, re.M))
