@@ -133,6 +133,10 @@ def test_goal_words_alone_do_not_agree_and_absent_terms(tmp_path):
     (tmp_path / "users.csv").write_text("name,email\nalicia,a@x.org\n")
     absent = ev.absent_terms("What is the email of the user alice in users.csv?", str(tmp_path))
     assert "alice" in absent and "email" not in absent and "users.csv" not in absent
+    # a word's plural or singular is the word the goal names, not something missing
+    (tmp_path / "shop.csv").write_text("city,rating,categories\nOslo,4,toys\n")
+    assert ev.absent_terms("average ratings per cities, in each category", str(tmp_path)) \
+        == ["average"]
 
 
 def test_agreement_on_zero_or_null_is_no_evidence():

@@ -469,6 +469,14 @@ def test_a_longer_name_the_goal_itself_names_is_no_near_match(settings):
     refs = referents.resolve(goal, str(settings.workspace))
     assert referents.misread(refs, ["awk -F, '{print $ratings_count}' ratings.csv"], goal=goal,
                              root=str(settings.workspace)), refs
+    # a name whose every word is the goal's, units and other short parts aside, is what the
+    # goal names; one with a word the goal does not say (p95 for p99) is a near match
+    (settings.workspace / "m.json").write_text('{"latency_p50_ms": 42, "latency_p95_ms": 181}')
+    for goal, read, wrong in (("What was the worst p50 latency in m.json?", "latency_p50_ms", False),
+                              ("What was the worst p99 latency in m.json?", "latency_p95_ms", True)):
+        refs = referents.resolve(goal, str(settings.workspace))
+        assert bool(referents.misread(refs, [f"jq .{read} m.json"], goal=goal,
+                                      root=str(settings.workspace))) is wrong, goal
 
 
 def test_work_that_read_a_sibling_of_the_named_file_is_not_done(settings):

@@ -283,7 +283,22 @@ def absent_terms(goal: str, root: str, *, max_bytes: int = 8 << 20) -> list[str]
     if not wanted:
         return []
     seen = workspace_words(root, max_bytes=max_bytes)
-    return [t for t in wanted if t not in seen]
+    return [t for t in wanted if not number_forms(t) & seen]
+
+
+def number_forms(word: str) -> set[str]:
+    """A word and its English singular/plural: the goal's "ratings" names the column `rating`,
+    its "sale" the word `sales` (an absent word rejects work and backs "does not exist")."""
+    forms = {word, word + "s", word + "es"}
+    if word.endswith("ies"):
+        forms.add(word[:-3] + "y")
+    elif word.endswith("y"):
+        forms.add(word[:-1] + "ies")
+    if word.endswith("es"):
+        forms.add(word[:-2])
+    if word.endswith("s") and len(word) > 3:
+        forms.add(word[:-1])
+    return forms
 
 
 def workspace_words(root: str, *, max_bytes: int = 8 << 20) -> set[str]:

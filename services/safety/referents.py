@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from services.safety.evidence import SKIP_DIRS, STOPWORDS, absent_terms, asks_to_change, \
-    workspace_words
+    number_forms, workspace_words
 
 KINDS = ("file", "folder", "extension", "field", "value")
 MAX_FILES = 5000
@@ -580,11 +580,13 @@ def misread(refs: Iterable[Referent], commands: Iterable[str], *, goal: str = ""
                   re.fullmatch(r"[\w-]+", t) and t not in labelled]
         if absent:
             # a longer name the goal itself names is what the goal names ("Back up … as
-            # backup/todo.txt" reads `backup`; "failed login attempts" reads `LOGIN_FAILED`, each
-            # part a word of the goal), not a near match of one of its words
+            # backup/todo.txt" reads `backup`; "failed login attempts" reads `LOGIN_FAILED`;
+            # "p50 latency" reads `latency_p50_ms`: each part a word of the goal, in either
+            # number, units and other short parts aside), not a near match of one of its words
             said = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", goal)}
             words = {w for w in workspace_words(root)
-                     if not set(filter(None, re.split(r"[_-]+", w))) <= said}
+                     if not all(number_forms(p) & said for p in re.split(r"[_-]+", w)
+                                if len(p) > 2)}
             read = {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", text)} & words
             out += [f"the goal names {t!r}, which the workspace lacks, and the work read {w!r} "
                     f"instead" for t in absent for w in sorted(read) if t in w and len(w) > len(t)]
