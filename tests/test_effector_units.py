@@ -427,6 +427,17 @@ def test_programs_the_small_model_broke_in_two_known_ways_are_mended_and_run(tmp
     assert "This program" not in explained
     for broken in ("x = 1\nif x:\nprint(x)", "total = 0\nprint(tot"):
         assert python_command(broken) == "python3 -c " + shlex.quote(broken)
+    # the same in a COMMAND: that is only `python3 -c`, the executor's or a checker's
+    from services.roles.derivation import parse_derivation
+    from services.roles.executor import parse_local_step
+    one_line = ("python3 -c \"for n in open('todo.txt'): if n.strip() == 'b': print(n.strip())\"")
+    for command in (parse_local_step("COMMAND: " + one_line).command,
+                    parse_derivation("FILE: none\nCOMMAND: " + one_line).command):
+        run = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=30,
+                             cwd=tmp_path)
+        assert run.stdout == "b\n", (command, run.stderr)
+    piped = one_line + " > out.txt"         # not only the program: left as the model wrote it
+    assert parse_local_step("COMMAND: " + piped).command == piped
 
 
 def test_an_answer_before_any_output_gives_way_to_the_action_that_follows_it(settings, toolbox):

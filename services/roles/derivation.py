@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from services.roles.programs import python_code, python_command
+from services.roles.programs import mended_command, python_code, python_command
 from services.safety import evidence as ev, referents
 
 
@@ -106,7 +106,7 @@ def parse_derivation(text: str) -> Derivation:
         fenced = re.search(r"```(?:bash|sh)?\s*\n(.+?)```", text or "", re.S)
         command = fenced.group(1).strip() if fenced else ""
     return Derivation(output_file=_file_field(fields.get("FILE", "")),
-                      command=command.strip("`").strip())
+                      command=mended_command(command.strip("`").strip()))
 
 
 def _file_field(file: str) -> str:

@@ -126,6 +126,20 @@ def python_command(code: str) -> str:
     return PYTHON_PREFIX + shlex.quote(code)
 
 
+def mended_command(command: str) -> str:
+    """A COMMAND that is only `python3 -c PROGRAM`, its program mended as a PYTHON: reply's is
+    (`_mend_syntax`) when it does not parse; any other command as it is (its redirections and
+    pipes are not the program's to drop)."""
+    try:
+        words = shlex.split(command or "")
+    except ValueError:
+        return command
+    if len(words) != 3 or not re.fullmatch(r"python[0-9.]*", words[0]) or words[1] != "-c":
+        return command
+    program = _mend_syntax(words[2])
+    return command if program == words[2] else PYTHON_PREFIX + shlex.quote(program)
+
+
 _FROM_IMPORTS = (
     ("datetime", "datetime", r"(?<![\w.])datetime\.(?:strptime|now|today|utcnow|fromisoformat|"
                              r"fromtimestamp|combine)\("),

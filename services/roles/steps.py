@@ -10,7 +10,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from services.roles.programs import python_code, python_command
+from services.roles.programs import mended_command, python_code, python_command
 from services.safety import mcp
 from services.safety.tools import TOOL_SPECS
 
@@ -157,7 +157,7 @@ def parse_local_step(text: str) -> ExecutorStep:
     else:
         body = _FENCE.sub("", rest.strip()).strip()
         if kind == "COMMAND":
-            body = body.strip("`").strip()
+            body = mended_command(body.strip("`").strip())
         else:                   # an answer is one line; what follows is commentary
             body = body.splitlines()[0].strip() if body else ""
     if kind in ("COMMAND", "PYTHON"):
