@@ -938,6 +938,41 @@ def test_a_query_alone_does_not_confirm_that_a_file_of_rows_has_no_header(settin
     assert any("a query prints rows only" in u for u in j.outcome.unverified), j.outcome
 
 
+def test_a_query_neither_confirms_nor_refutes_the_layout_of_a_file_that_is_not_csv(settings,
+                                                                                  ws):
+    """dev books-md-table at e7e9187, a false "verified": asked for a markdown table, the
+    executor wrote CSV to books.md; the query in the other form prints its rows comma-separated
+    (code's rendering), so it "confirmed" the CSV rows under their header — and in the round
+    before it had "refuted" a markdown table. A query's comma rows say nothing of the layout of
+    a file that is not comma-separated: no check either way. The same query against a .csv
+    file still confirms (test above)."""
+    require_sandbox(settings, "a query runs as a program in the sandbox")
+    from services.roles.programs import python_command
+    goal = "Turn cities.csv into a markdown table of city and country, saved as cities.md, " \
+           "with the header row on top."
+    as_csv = ("import csv\nw = csv.writer(open('cities.md', 'w', newline=''))\n"
+              "w.writerow(['city', 'country'])\nfor r in csv.DictReader(open('cities.csv')):\n"
+              "    w.writerow([r['city'], r['country']])")
+    as_table = ("import csv\nf = open('cities.md', 'w')\nf.write('| city | country |\\n|---|---|\\n')\n"
+                "for r in csv.DictReader(open('cities.csv')):\n"
+                "    f.write('| ' + r['city'] + ' | ' + r['country'] + ' |\\n')")
+    query = "FILE: cities.md\nSQL: SELECT city, country FROM cities"
+    for work in (as_csv, as_table):
+        # the first check is the executor's own program: its agreement is no evidence, and
+        # the query is asked to decide
+        av = validator(settings, goal, "FILE: cities.md\nPYTHON:\n" + work, query)
+        j = av.judge(result([run(settings, python_command(work))], "done"))
+        assert j.kind == "matched" and not j.outcome.verified, (work, j.outcome)
+        if work is as_csv:      # (the table: the query changed nothing on a copy: no check)
+            assert any("is no comma-separated file" in u for u in j.outcome.unverified), \
+                j.outcome
+    # a query as the first check, the program standing in for it printed the table itself
+    av = validator(settings, goal, query, "FILE: cities.md\nPYTHON:\n" + as_table.replace(
+        "f.write(", "print(end=").replace("f = open('cities.md', 'w')\n", ""))
+    j = av.judge(result([run(settings, python_command(as_csv))], "done"))
+    assert j.kind != "matched" or not j.outcome.verified, j.outcome
+
+
 def test_a_query_confirms_the_rows_after_a_header_of_its_columns(settings, ws):
     """dev active-users-csv: the file begins with the `name,email` header the goal asks for,
     then the right rows; the first check (a program) derived it whole, the query in the other

@@ -220,6 +220,11 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
         # it makes the slip code rejects in the work: no check, and no contradiction either
         return f"a second independent check in another form (`{check.label}`) is no check: " \
                f"{slip.message}"
+    target = file or (check.output_file if first.effects is not None else "")
+    if check.sql and target and sqlcheck.foreign_layout(check.output, target, check.query):
+        return (f"a second independent check in another form (`{check.label}`) is no check "
+                f"of {target}: a query prints comma-separated rows, and {target} is no "
+                f"comma-separated file")
     if first.effects is not None and check.effects is None and check.output_file and \
             check.output.strip():
         # a change goal's second check that derived the one file it changes (a query's

@@ -11,7 +11,7 @@ from protocol.messages import ToolCallRecord
 
 from services.safety import evidence as ev, record
 from services.safety.tools import head_tail
-from . import rounds
+from . import rounds, sqlcheck
 from .confirm import _glued, _outputs, _state, confirms, mended, slipped
 from .law0report import SILENT_WRITE, Law0Report
 
@@ -69,6 +69,13 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                          lambda c: _glued(self, file, c) is None)
         if other is None:
             why = f"the independent check (`{derived.label}`) is no check: {slip.message}"
+            return Law0Report("unverified", why, checks, unverified=[why], answer=answer)
+        derived = other
+    if derived.sql and sqlcheck.foreign_layout(derived.output, file, derived.query):
+        layout = f"printed comma-separated rows, and {file} is no comma-separated file"
+        other = stand_in(self, derived, checks, layout, lambda c: not c.sql)
+        if other is None:
+            why = f"the independent check (`{derived.label}`) is no check: it {layout}"
             return Law0Report("unverified", why, checks, unverified=[why], answer=answer)
         derived = other
     expected = derived.output

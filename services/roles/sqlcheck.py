@@ -18,7 +18,9 @@ columns and looked-for strings), as `datafiles.python_reads` does for a program.
 from __future__ import annotations
 
 import ast
+import csv
 import inspect
+import io
 import os
 import re
 import shlex
@@ -378,6 +380,18 @@ def _statement(text: str) -> str:
     query = body.split(";", 1)[0].strip()
     return "\n".join(line for line in query.splitlines()
                      if not re.match(r"\s*(FILE|COMMAND|PYTHON)\s*:", line, re.I)).strip()
+
+
+def foreign_layout(output: str, file: str, query: str) -> bool:
+    """A query prints its rows comma-separated — code's rendering (`run`), not a reading of the
+    goal. Rows of several cells say nothing of the layout of a file whose name does not make it
+    comma-separated (a markdown table, a report, a .tsv): against such a file a query neither
+    confirms nor contradicts (dev books-md-table at e7e9187: a query's comma rows "confirmed" a
+    CSV the executor wrote to books.md, which the goal asked to be a markdown table). A change
+    statement prints the changed file in its own layout (`run_change`)."""
+    if file.lower().endswith(".csv") or is_change(query):
+        return False
+    return any(len(row) > 1 for row in csv.reader(io.StringIO(output)))
 
 
 def rows_after_header(content: str, query: str) -> Optional[str]:
