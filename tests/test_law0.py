@@ -1545,3 +1545,44 @@ def test_a_check_that_changed_its_copy_found_a_change_not_nothing(settings, ws):
     j = av.judge(result([work], "renamed"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
     assert any("second independent check (command)" in c for c in j.outcome.checks), j.outcome
+
+
+def test_work_and_checks_that_never_read_the_value_the_goal_singles_out_verify_nothing(
+        settings, ws):
+    """dev login-ip-top at 8243677, a false "verified": "which ip hit /login the most" — the
+    executor's program and both checks counted every request per address and agreed on the
+    busiest address overall. /login is a value of the log (referents: no path on disk, a
+    string of the data); work that never reads it answered another question (the attempt
+    fails and is told so), and a check that never reads it confirms nothing. Reading it, the
+    same shapes verify the right address."""
+    require_sandbox(settings, "the checks are programs")
+    from services.roles.programs import python_command
+    from services.safety import referents
+    (ws / "access.log").write_text(
+        '10.0.0.7 "GET /login"\n10.0.0.12 "GET /"\n10.0.0.7 "POST /login"\n'
+        '10.0.0.12 "GET /blog"\n10.0.0.12 "GET /about"\n10.0.0.9 "GET /login"\n')
+    goal = "which ip hit /login the most in access.log? just the one address"
+    def count(where: str) -> str:
+        return ("import collections\nc = collections.Counter(l.split()[0] for l in "
+                f"open('access.log'){where})\nprint(c.most_common(1)[0][0])")
+    every, login = count(""), count(" if l.split()[2].strip('\"') == '/login'")
+    check = "FILE: none\nPYTHON:\n" + every
+    for work in (every, login):
+        av = validator(settings, goal, check, "FILE: none\nCOMMAND: awk '{print $1}' access.log"
+                       " | sort | uniq -c | sort -nr | head -1 | awk '{print $2}'", check)
+        av.subtask.referents = [r.as_dict() for r in referents.resolve(goal, str(ws))]
+        rec = run(settings, python_command(work))
+        j = av.judge(result([rec], rec.output.strip()))
+        if work is every:
+            assert rec.output.strip() == "10.0.0.12"
+            assert j.kind == "retry" and "never reads" in j.correction.what_was_wrong, j
+        else:   # right work; the checks that ignore /login disagree or confirm nothing
+            assert rec.output.strip() == "10.0.0.7"
+            assert not (j.kind == "matched" and j.outcome.verified), j
+    av = validator(settings, goal, "FILE: none\nPYTHON:\n" + login,
+                   "FILE: none\nCOMMAND: grep -F ' /login' access.log | awk '{print $1}' | sort "
+                   "| uniq -c | sort -nr | head -1 | awk '{print $2}'")
+    av.subtask.referents = [r.as_dict() for r in referents.resolve(goal, str(ws))]
+    rec = run(settings, python_command(login))
+    j = av.judge(result([rec], "10.0.0.7"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome

@@ -97,6 +97,26 @@ def test_misread_a_sibling_or_a_near_match(tmp_path):
     assert R.misread(gone, ["cat report_2022.txt | wc -l"])
 
 
+def test_a_path_no_disk_has_but_the_data_holds_is_a_value_the_work_must_read(tmp_path):
+    """"which ip hit /login the most": /login is no file here or anywhere, but a string of the
+    log — a value the goal singles out. Work that never reads it counted every request; an
+    absolute path that exists outside the workspace stays a file outside it."""
+    root = ws(tmp_path, {"logs/access.log": '10.0.0.7 "GET /login HTTP/1.1"\n'
+                                            '10.0.0.9 "GET /about HTTP/1.1"\n'})
+    goal = f"which ip hit /login the most in {root}/logs/access.log? Compare with /etc/hosts"
+    refs = R.resolve(goal, root)
+    login = by_text(refs)["/login"]
+    assert (login.kind, login.status, login.where) == ("value", "found", ["logs/access.log"])
+    assert by_text(refs)["/etc/hosts"].status == "outside"
+    every = "awk '{print $1}' logs/access.log | sort | uniq -c | sort -nr | head -1"
+    assert R.misread(refs, [every], goal=goal) == R.unread(refs, [every], goal)
+    assert "'/login'" in R.unread(refs, [every], goal)[0]
+    assert R.misread(refs, ["grep ' /login ' logs/access.log | awk '{print $1}'"], goal=goal) == []
+    assert R.unread(refs, [every], "which ip made the most requests") == []   # another subtask
+    assert by_text(R.resolve("How big is /nowhere/at/all?", root))["/nowhere/at/all"].kind == \
+        "file"
+
+
 def test_wire_form_round_trip(tmp_path):
     from protocol.messages import Referent, TaskSpec
     refs = R.resolve("How many lines are in report_2023.txt?", ws(tmp_path, {"report_2022.txt": ""}))

@@ -447,8 +447,8 @@ class Verifier:
                     what_to_do="use exactly what the goal names, not a similar name; if it "
                                "does not exist, reply NOT POSSIBLE: <what is missing>")
         if report.kind == "verified" or echo_only:
-            misread = referents.misread(refs, [self.derived.command if self.derived else ""],
-                                        goal=self.goal, root=root)
+            check = [self.derived.command, self.derived.query] if self.derived else []
+            misread = referents.misread(refs, check, goal=self.goal, root=root)
             if misread and echo_only and valueless_first(self, report):
                 unsupported(report, "; ".join(misread))    # no check supports it at all
             elif misread:
