@@ -112,6 +112,11 @@ def test_a_path_no_disk_has_but_the_data_holds_is_a_value_the_work_must_read(tmp
     assert R.misread(refs, [every], goal=goal) == R.unread(refs, [every], goal)
     assert "'/login'" in R.unread(refs, [every], goal)[0]
     assert R.misread(refs, ["grep ' /login ' logs/access.log | awk '{print $1}'"], goal=goal) == []
+    # as commands write it: regex-escaped, or in a program quoted for the shell
+    assert R.unread(refs, ["awk '$7 ~ /^\\/login$/ {print $1}' logs/access.log"], goal) == []
+    quoted = R.resolve("How many rows name \"O'Brien\"?", ws(tmp_path, {"n.csv": "O'Brien\n"}))
+    assert R.unread(quoted, ["python3 -c 'print(sum(l.strip() == \"O'\"'\"'Brien\" for l in "
+                             "open(\"n.csv\")))'"], "How many rows name \"O'Brien\"?") == []
     assert R.unread(refs, [every], "which ip made the most requests") == []   # another subtask
     assert by_text(R.resolve("How big is /nowhere/at/all?", root))["/nowhere/at/all"].kind == \
         "file"

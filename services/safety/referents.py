@@ -608,7 +608,9 @@ def unread(refs: Iterable[Referent], commands: Iterable[str], goal: str) -> list
     asks about (dev login-ip-top at 8243677: the executor and both checks counted every request
     per address, agreed on the busiest one, and "verified" it for "which ip hit /login the
     most"). One line per value; empty when the work reads each of them."""
-    said, low = (goal or "").lower(), "\n".join(c or "" for c in commands).lower()
+    said = (goal or "").lower()
+    # as written in a command: shell-quoted ('"'"' is one quote) or regex-escaped (`\/login`)
+    low = "\n".join(c or "" for c in commands).lower().replace("'\"'\"'", "'").replace("\\", "")
     return [f"the goal singles out {ref.text!r} (in {ref.where[0]}), which the work never reads"
             for ref in refs if ref.kind == "value" and ref.status == "found" and ref.where
             and ref.labelled and ref.text.lower() in said and ref.text.lower() not in low]
