@@ -1576,6 +1576,7 @@ def test_work_and_checks_that_never_read_the_value_the_goal_singles_out_verify_n
         if work is every:
             assert rec.output.strip() == "10.0.0.12"
             assert j.kind == "retry" and "never reads" in j.correction.what_was_wrong, j
+            assert "NOT POSSIBLE" not in j.correction.what_to_do, j   # it is in the data
         else:   # right work; the checks that ignore /login disagree or confirm nothing
             assert rec.output.strip() == "10.0.0.7"
             assert not (j.kind == "matched" and j.outcome.verified), j

@@ -444,8 +444,8 @@ class Verifier:
                 return Law0Report(
                     "failed", "; ".join(wrong), report.checks, answer=report.answer,
                     what_was_wrong="; ".join(wrong),
-                    what_to_do="use exactly what the goal names, not a similar name; if it "
-                               "does not exist, reply NOT POSSIBLE: <what is missing>")
+                    what_to_do=referents.UNREAD_TO_DO if all(
+                        "never reads" in w for w in wrong) else referents.MISREAD_TO_DO)
         if report.kind == "verified" or echo_only:
             check = [self.derived.command, self.derived.query] if self.derived else []
             misread = referents.misread(refs, check, goal=self.goal, root=root)

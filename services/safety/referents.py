@@ -602,6 +602,12 @@ def misread(refs: Iterable[Referent], commands: Iterable[str], *, goal: str = ""
     return out
 
 
+MISREAD_TO_DO = ("use exactly what the goal names, not a similar name; if it does not exist, "
+                 "reply NOT POSSIBLE: <what is missing>")
+UNREAD_TO_DO = ("compute the result over the records that hold what the goal names (it is in the "
+                "data), not over all of them")
+
+
 def unread(refs: Iterable[Referent], commands: Iterable[str], goal: str) -> list[str]:
     """Values the goal (these words of it) singles out and the data holds — a quoted string, a
     route — that the work never mentions: it computed over every record, not the ones the goal
