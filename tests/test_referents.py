@@ -112,6 +112,9 @@ def test_a_path_no_disk_has_but_the_data_holds_is_a_value_the_work_must_read(tmp
     assert R.misread(refs, [every], goal=goal) == R.unread(refs, [every], goal)
     assert "'/login'" in R.unread(refs, [every], goal)[0]
     assert R.misread(refs, ["grep ' /login ' logs/access.log | awk '{print $1}'"], goal=goal) == []
+    # a comment reads nothing (dev login-ip-top at 971e00d, after the correction)
+    assert R.unread(refs, ["python3 -c 'c = {}\n# the IP that hit /login the most\n"
+                           "print(max(c))'"], goal)
     # as commands write it: regex-escaped, or in a program quoted for the shell
     assert R.unread(refs, ["awk '$7 ~ /^\\/login$/ {print $1}' logs/access.log"], goal) == []
     quoted = R.resolve("How many rows name \"O'Brien\"?", ws(tmp_path, {"n.csv": "O'Brien\n"}))

@@ -608,6 +608,9 @@ UNREAD_TO_DO = ("compute the result over the records that hold what the goal nam
                 "data), not over all of them")
 
 
+_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
+
+
 def unread(refs: Iterable[Referent], commands: Iterable[str], goal: str) -> list[str]:
     """Values the goal (these words of it) singles out and the data holds — a quoted string, a
     route — that the work never mentions: it computed over every record, not the ones the goal
@@ -615,8 +618,10 @@ def unread(refs: Iterable[Referent], commands: Iterable[str], goal: str) -> list
     per address, agreed on the busiest one, and "verified" it for "which ip hit /login the
     most"). One line per value; empty when the work reads each of them."""
     said = (goal or "").lower()
-    # as written in a command: shell-quoted ('"'"' is one quote) or regex-escaped (`\/login`)
-    low = "\n".join(c or "" for c in commands).lower().replace("'\"'\"'", "'").replace("\\", "")
+    # as written in a command: shell-quoted ('"'"' is one quote) or regex-escaped (`\/login`);
+    # a comment reads nothing ("# the IP that hit /login the most" over a count of every line)
+    low = _COMMENT.sub("", "\n".join(c or "" for c in commands).replace("'\"'\"'", "'")
+                       ).lower().replace("\\", "")
     return [f"the goal singles out {ref.text!r} (in {ref.where[0]}), which the work never reads"
             for ref in refs if ref.kind == "value" and ref.status == "found" and ref.where
             and ref.labelled and ref.text.lower() in said and ref.text.lower() not in low]
