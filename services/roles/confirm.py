@@ -215,16 +215,13 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
     shown = head_tail(check.output.strip(), 200) or "(nothing)"
     first = self.derived
     same_void, content, rows = False, "", None
+    # it makes the slip code rejects in the work, or it answered over every record, not the
+    # ones the goal singles out: no check, and no contradiction either
     slip = slipped(self, check, file)
-    if slip is not None:
-        # it makes the slip code rejects in the work: no check, and no contradiction either
-        return f"a second independent check in another form (`{check.label}`) is no check: " \
-               f"{slip.message}"
-    skipped = referents.unread(referents.coerce(self.subtask.referents),
-                               [check.command, check.query], self.goal)
-    if skipped:     # it answered over every record, not the ones the goal singles out
-        return f"a second independent check in another form (`{check.label}`) is no check: " \
-               f"{'; '.join(skipped)}"
+    why = slip.message if slip is not None else "; ".join(referents.unread(
+        referents.coerce(self.subtask.referents), [check.command, check.query], self.goal))
+    if why:
+        return f"a second independent check in another form (`{check.label}`) is no check: {why}"
     target = file or (check.output_file if first.effects is not None else "")
     if check.sql and target and sqlcheck.foreign_layout(check.output, target, check.query):
         return (f"a second independent check in another form (`{check.label}`) is no check "

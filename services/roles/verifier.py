@@ -444,8 +444,7 @@ class Verifier:
                 return Law0Report(
                     "failed", "; ".join(wrong), report.checks, answer=report.answer,
                     what_was_wrong="; ".join(wrong),
-                    what_to_do=referents.UNREAD_TO_DO if all(
-                        "never reads" in w for w in wrong) else referents.MISREAD_TO_DO)
+                    what_to_do=referents.what_to_do(wrong))
         if report.kind == "verified" or echo_only:
             check = [self.derived.command, self.derived.query] if self.derived else []
             misread = referents.misread(refs, check, goal=self.goal, root=root)

@@ -397,11 +397,16 @@ def _resolve_field(ref: Referent, snap: Snapshot, scope: list[str]) -> None:
     ref.near = _near(ref.text, names)
 
 
+def _holding(text: str, snap: Snapshot, files: list[str]) -> list[str]:
+    """The files (at most five) whose text or name holds `text`."""
+    low = text.lower()
+    return [rel for rel in files if low in snap.text(rel).lower() or
+            low in os.path.basename(rel).lower()][:5]
+
+
 def _resolve_value(ref: Referent, snap: Snapshot, scope: list[str]) -> None:
     files = scope if scope else snap.files[:500]
-    low = ref.text.lower()
-    ref.where = [rel for rel in files if low in snap.text(rel).lower() or
-                 low in os.path.basename(rel).lower()][:5]
+    ref.where = _holding(ref.text, snap, files)
     if ref.where:
         return
     ref.status = "missing"
@@ -504,8 +509,7 @@ def resolve(goal: str, root: str, refs: Optional[list[Referent]] = None) -> list
                 not os.path.lexists(os.path.expanduser(ref.text)):
             # no such path on this machine, but a string of the data: a route, a URL path, a
             # key path ("which ip hit /login the most") — a value the goal singles out
-            low = ref.text.lower()
-            where = [rel for rel in snap.files[:500] if low in snap.text(rel).lower()][:5]
+            where = _holding(ref.text, snap, snap.files[:500])
             if where:
                 ref.kind, ref.status, ref.where = "value", "found", where
     scope = _scope(refs, snap)
@@ -602,10 +606,17 @@ def misread(refs: Iterable[Referent], commands: Iterable[str], *, goal: str = ""
     return out
 
 
-MISREAD_TO_DO = ("use exactly what the goal names, not a similar name; if it does not exist, "
-                 "reply NOT POSSIBLE: <what is missing>")
-UNREAD_TO_DO = ("compute the result over the records that hold what the goal names (it is in the "
-                "data), not over all of them")
+_UNREAD = "which the work never reads"
+
+
+def what_to_do(wrong: list[str]) -> str:
+    """The correction for work `misread` faulted: a value it never read is in the data (compute
+    over its records); a near match read instead means the named thing may not exist."""
+    if all(line.endswith(_UNREAD) for line in wrong):
+        return ("compute the result over the records that hold what the goal names (it is in "
+                "the data), not over all of them")
+    return ("use exactly what the goal names, not a similar name; if it does not exist, reply "
+            "NOT POSSIBLE: <what is missing>")
 
 
 _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
@@ -622,7 +633,7 @@ def unread(refs: Iterable[Referent], commands: Iterable[str], goal: str) -> list
     # a comment reads nothing ("# the IP that hit /login the most" over a count of every line)
     low = _COMMENT.sub("", "\n".join(c or "" for c in commands).replace("'\"'\"'", "'")
                        ).lower().replace("\\", "")
-    return [f"the goal singles out {ref.text!r} (in {ref.where[0]}), which the work never reads"
+    return [f"the goal singles out {ref.text!r} (in {ref.where[0]}), {_UNREAD}"
             for ref in refs if ref.kind == "value" and ref.status == "found" and ref.where
             and ref.labelled and ref.text.lower() in said and ref.text.lower() not in low]
 
