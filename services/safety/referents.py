@@ -507,10 +507,8 @@ def resolve(goal: str, root: str, refs: Optional[list[Referent]] = None) -> list
     for ref in refs:
         if ref.kind == "file" and ref.status == "outside" and ref.role != "create" and \
                 not os.path.lexists(os.path.expanduser(ref.text)):
-            # no such path on this machine, but a string of the data: a route, a URL path, a
-            # key path ("which ip hit /login the most") — a value the goal singles out
-            where = _holding(ref.text, snap, snap.files[:500])
-            if where:
+            # no such path here, but a string of the data (a route: "which ip hit /login"): a value
+            if where := _holding(ref.text, snap, snap.files[:500]):
                 ref.kind, ref.status, ref.where = "value", "found", where
     scope = _scope(refs, snap)
     for ref in refs:
@@ -607,19 +605,16 @@ def misread(refs: Iterable[Referent], commands: Iterable[str], *, goal: str = ""
 
 
 _UNREAD = "which the work never reads"
+_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 
 
 def what_to_do(wrong: list[str]) -> str:
-    """The correction for work `misread` faulted: a value it never read is in the data (compute
-    over its records); a near match read instead means the named thing may not exist."""
+    """The correction for what `misread` found: a value never read is there, in the data."""
     if all(line.endswith(_UNREAD) for line in wrong):
         return ("compute the result over the records that hold what the goal names (it is in "
                 "the data), not over all of them")
     return ("use exactly what the goal names, not a similar name; if it does not exist, reply "
             "NOT POSSIBLE: <what is missing>")
-
-
-_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 
 
 def unread(refs: Iterable[Referent], commands: Iterable[str], goal: str) -> list[str]:
