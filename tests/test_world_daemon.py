@@ -20,7 +20,7 @@ from replies_effector import all_met
 from replies_pipeline import accept, effector_responder, perception, plan, subtask
 from scripted_llm import ScriptedLLM
 from services.cli.run import RunSession
-from services.runtime import daemon, schedules
+from services.runtime import daemon, schedules, tasklog
 
 ACCEPTED = "print the tick value"
 REJECTED = "print the tock value"
@@ -59,18 +59,18 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
                 rec.wait_for(lambda: "TICK-7" in cli("world", "facts", "--claims", "--json") and
                              "tick.txt" in cli("world", "entities", "--json"), 30,
                              "the first two runs' facts in the world model")
-                _run(session, rec, ACCEPTED, 1)
+                [third] = _run(session, rec, ACCEPTED, 1)
                 [proposal] = rec.wait_type("GoalProposed", timeout=30)
                 assert proposal.goal_type == "AUTO" and "repetition" in proposal.trigger
                 # the third run's own TaskSpec (a late re-send of an earlier one, which carries
                 # no world yet, may arrive after it)
-                third = rec.of("UserRequest")[2].task_id
-                spec = [s for s in rec.of("TaskSpec") if s.task_id == third][-1]
+                spec = rec.of("TaskSpec", task=third)[-1]
                 assert spec.emotion is not None and spec.emotion.label == "neutral"
                 assert 0 < spec.priority <= 1
                 # the third run's TaskSpec carries what the first two established: the file they
                 # read; their answers are unverified here: claims, shown only marked as such
-                assert "file tick.txt" in spec.world and "TICK-7" in spec.world
+                assert "file tick.txt" in spec.world and "TICK-7" in spec.world, \
+                    _world_note(settings, third)
                 assert all("(no check confirmed this answer)" in line
                            for line in spec.world.splitlines() if "TICK-7" in line)
 
@@ -161,11 +161,20 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
             assert "file:tick.txt" in {e["id"] for e in ents}
 
 
-def _run(session: RunSession, rec: Recorder, text: str, times: int) -> None:
+def _run(session: RunSession, rec: Recorder, text: str, times: int) -> list[str]:
+    ids = []
     for _ in range(times):
-        rid = session.submit(text)
-        final = session.follow(rid, 60)
+        ids.append(session.submit(text))
+        final = session.follow(ids[-1], 60)
         assert final is not None and final.directive == "accept", getattr(final, "summary", "")
+    return ids
+
+
+def _world_note(settings, task: str) -> str:
+    """What the perceiver's task log says of the world's projection (for a failure's message)."""
+    log = tasklog.log_path(settings.tasks_dir, task)
+    lines = log.read_text().splitlines() if log.exists() else []
+    return "\n".join(line for line in lines if '"world"' in line) or f"no world entry in {log}"
 
 
 def _quiet_console():
