@@ -246,3 +246,39 @@ def test_a_perceiver_that_fails_on_a_request_ends_the_task_instead_of_leaving_it
         kinds = [e["kind"] for e in tasklog.read(s.settings.tasks_dir, rid)]
         assert "perceiver_failed" in kinds
         holder["p"].close()
+
+
+def test_a_world_not_heard_yet_is_asked_and_one_silent_past_missing_after_is_not():
+    """`artoo up` returns before the perceiver need have heard the world's first heartbeat: a task
+    right after it still gets the world's projection. A world silent for `missing_after_s` is
+    taken for down and not asked (no task waits out the query's timeout for it)."""
+    from protocol.messages import WorldQuery, WorldResult
+    asked: list[str] = []
+
+    def project(env, q: WorldQuery) -> WorldResult:
+        asked.append(q.task_id)
+        return WorldResult(op=q.op, text="Related: file tick.txt (2× mentioned)")
+
+    # A stand-in world that answers but never heartbeats; the perceiver's silence bound is long
+    # enough for the first request to come well inside it.
+    with pipeline_stack(["perceiver"], {"ARTOO_MISSING_AFTER_S": "6"}) as stack:
+        stack.client("world", lambda c: c.on("WorldQuery", project, request=True, threaded=True))
+        planner = stack.recorder("planner", ["TaskSpec"], ack=("TaskSpec",))
+        stack.recorder("ggs", ["TaskSpec"], ack=("TaskSpec",))
+        user = stack.client("user")
+        stack.llm.on("perceiver", lambda req: perception("print the tick value"))
+        first = run_id()
+        stack.submit(user, first, "print the tick value")
+        assert "file tick.txt" in planner.wait_type("TaskSpec", first)[0].world
+        assert asked == [first]
+
+        def silent_spec():      # requests one after another until one finds the world taken for down
+            rid = run_id()
+            stack.submit(user, rid, "print the tick value")
+            spec = planner.wait_type("TaskSpec", rid)[0]
+            return spec if not spec.world else None
+        spec = planner.wait_for(silent_spec, 30, "a TaskSpec made with the world taken for down")
+        assert spec.task_id not in asked
+        note = [e for e in tasklog.read(stack.settings.tasks_dir, spec.task_id)
+                if e["kind"] == "world"]
+        assert "not running" in note[0]["world_error"]

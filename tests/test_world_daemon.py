@@ -54,8 +54,8 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
                                  quiet=True)
             try:
                 _run(session, rec, ACCEPTED, 2)
-                # the world extracts a run's facts on a thread of its own after its FinalResult:
-                # the third run is asked once they are there
+                # the world learns a run's facts when it observes its FinalResult, which may be
+                # after this client has its own copy: the third run is asked once they are there
                 rec.wait_for(lambda: "TICK-7" in cli("world", "facts", "--claims", "--json") and
                              "tick.txt" in cli("world", "entities", "--json"), 30,
                              "the first two runs' facts in the world model")

@@ -212,7 +212,10 @@ class Perceiver:
         self.pending: dict[str, dict] = {}      # task -> {request, qa, round, asked_at, ...}
         self.done: dict[str, float] = {}         # tasks already turned into a TaskSpec/reply
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="perceiver-expire")
-        self.world_seen = -1e9                   # when the world process last heartbeat
+        # When the world process last heartbeat. Until one arrives the perceiver cannot tell a
+        # world that is down from one not heard yet (it beats once a second; `artoo up` returns
+        # before this process need have heard it), so for its first `missing_after_s` it asks.
+        self.world_seen = time.monotonic()
         # Several instances: a question a dead instance was waiting on is taken over
         self.takeover = Takeover(client, settings, begins=("ClarificationRequest",),
                                  ends=("TaskSpec", "ConversationalReply", "FinalResult",
