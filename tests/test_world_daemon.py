@@ -53,17 +53,16 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
             session = RunSession(settings, _quiet_console(), yes=True, interactive=False,
                                  quiet=True)
             try:
-                _run(session, rec, ACCEPTED, 2)
+                _run(session, ACCEPTED, 2)
                 # the world learns a run's facts when it observes its FinalResult, which may be
                 # after this client has its own copy: the third run is asked once they are there
                 rec.wait_for(lambda: "TICK-7" in cli("world", "facts", "--claims", "--json") and
                              "tick.txt" in cli("world", "entities", "--json"), 30,
                              "the first two runs' facts in the world model")
-                [third] = _run(session, rec, ACCEPTED, 1)
+                [third] = _run(session, ACCEPTED, 1)
                 [proposal] = rec.wait_type("GoalProposed", timeout=30)
                 assert proposal.goal_type == "AUTO" and "repetition" in proposal.trigger
-                # the third run's own TaskSpec (a late re-send of an earlier one, which carries
-                # no world yet, may arrive after it)
+                # the third run's own TaskSpec (its last copy, should the perceiver have re-sent it)
                 spec = rec.of("TaskSpec", task=third)[-1]
                 assert spec.emotion is not None and spec.emotion.label == "neutral"
                 assert 0 < spec.priority <= 1
@@ -74,7 +73,7 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
                 assert all("(no check confirmed this answer)" in line
                            for line in spec.world.splitlines() if "TICK-7" in line)
 
-                _run(session, rec, REJECTED, 3)
+                _run(session, REJECTED, 3)
                 proposals = rec.wait_type("GoalProposed", n=2, timeout=30)
                 other = next(p for p in proposals if p.goal_id != proposal.goal_id)
                 ls = json.loads(cli("goals", "ls", "--json"))
@@ -112,7 +111,7 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
                 # an angry message: its TaskSpec ranks above the calm ones, and it proposes a
                 # reactive goal (which, unaccepted, does not run either)
                 angry = "The tick is broken AGAIN!! print the tick value"
-                _run(session, rec, angry, 1)
+                _run(session, angry, 1)
                 spec = next(m for m in rec.of("TaskSpec") if m.raw_input.startswith("The tick"))
                 calm = next(m for m in rec.of("TaskSpec") if m.raw_input == ACCEPTED)
                 assert spec.emotion.label == "anger" and spec.emotion.valence < -0.5
@@ -161,7 +160,7 @@ def test_repeated_request_proposes_a_schedule_that_runs_only_once_accepted():
             assert "file:tick.txt" in {e["id"] for e in ents}
 
 
-def _run(session: RunSession, rec: Recorder, text: str, times: int) -> list[str]:
+def _run(session: RunSession, text: str, times: int) -> list[str]:
     ids = []
     for _ in range(times):
         ids.append(session.submit(text))
