@@ -170,6 +170,15 @@ def test_a_restarted_spawner_sweeps_what_a_killed_process_group_left(h, sandbox)
         h.release.set()
 
 
+def test_the_zygote_runs_this_checkouts_code(h):
+    """`-m services.roles.spawner` resolves from the zygote's working directory: the checkout
+    the spawner runs from, not whatever copy of artoo is installed elsewhere."""
+    zygote = psutil.Process(spawner_info(h, h.default)["zygote_pid"])
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    assert zygote.cwd() == repo
+    assert os.path.isfile(os.path.join(zygote.cwd(), "services", "roles", "spawner.py"))
+
+
 def test_a_dead_zygote_is_reported_and_restarted(h):
     node = h.default
     try:
