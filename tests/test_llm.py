@@ -70,6 +70,10 @@ def test_json_with_prose_and_schema_requested(client, llm_server):
     plan = client.complete_json(Plan, "sys", "user", task_id="run-1")
     assert plan.steps == ["ls"] and plan.done
     req = llm_server.filter("planner")[0]
+    # the body as built reaches the server whole (it goes to the SDK as extra_body)
+    assert req.body["model"] == client.config.model
+    assert req.body["messages"] == [{"role": "system", "content": "sys"},
+                                    {"role": "user", "content": "user"}]
     assert req.body["response_format"]["type"] == "json_schema"
     assert req.body["response_format"]["json_schema"]["schema"]["properties"]["steps"]
     assert req.task == "run-1"
