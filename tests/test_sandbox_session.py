@@ -147,3 +147,20 @@ def test_a_sandbox_whose_owner_is_gone_never_starts(tmp_path):
     out = subprocess.run(["sh", "-c", '"$@"; echo "rc=$?"', "sh", *argv],
                          capture_output=True, text=True)
     assert out.stdout.strip() == "rc=125" and not mark.exists()
+
+
+def test_a_command_and_its_environment_reach_the_server_byte_for_byte(box):
+    """The request framing (`encode_request`): newlines, quotes, non-ASCII text and bytes that
+    are not UTF-8 in the command, and '=' and newlines in a variable's value, all arrive as sent."""
+    pid = server_pid(box)
+    session = box._session(box.network, True)
+    session.env["ARTOO_PROBE"] = "a=b\nc ü"
+    chunks: list[bytes] = []
+    code, timed_out = session.run("printf '%s|' \"$ARTOO_PROBE\"\necho 'two\n lines' \"ü\" "
+                                  "$'\\xff' \udcfe", 10, chunks.append)
+    out = b"".join(chunks)
+    assert (code, timed_out) == (0, False), out
+    assert out == "a=b\nc ü|two\n lines ü ".encode() + b"\xff \xfe\n"
+    assert server_pid(box) == pid
+    with pytest.raises(ValueError, match="null byte"):
+        sandbox_session.encode_request("echo a\0b", 1.0, "/", {})

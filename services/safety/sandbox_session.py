@@ -18,8 +18,8 @@ in place of `bash -c command`. The server is PID 1 of the namespace (`--as-pid-1
 * if the server dies anyway (or stops answering within the time limit + a grace), the client
   kills the whole namespace and the next command gets a fresh one.
 
-Wire between the client (the effector) and the server, on the server's stdin/stdout: one JSON
-line per command `{"cmd", "timeout", "cwd", "env"}`; frames `kind(1) len(u32be) data` back:
+Wire between the client (the effector) and the server, on the server's stdin/stdout: per command
+`u32be(len)` and NUL-separated fields (`encode_request`); frames `kind(1) len(u32be) data` back:
 `r` ready, `o` output bytes, `x` the end `{"code", "timed_out"}`. The client bounds what it keeps
 (capture.Capture) exactly as for a one-shot command.
 """
@@ -48,7 +48,7 @@ MAX_FRAME = 1 << 20
 
 # The command server (runs as PID 1 inside the namespace, under the system Python, -I -S).
 SERVER = r'''
-import ctypes, json, os, select, signal, struct, sys, time
+import ctypes, os, select, signal, struct, sys, time
 BASH_C = __BASH_C__
 H = struct.Struct(">cI")
 try:
@@ -85,11 +85,19 @@ def stdin_chunk():
         reap_all()
         os._exit(0)
     pending[0] += chunk
-while True:
-    while b"\n" not in pending[0]:
+def next_request():
+    while len(pending[0]) < 4:
         stdin_chunk()
-    line, _, pending[0] = pending[0].partition(b"\n")
-    req = json.loads(line)
+    size = int.from_bytes(pending[0][:4], "big")
+    while len(pending[0]) < 4 + size:
+        stdin_chunk()
+    fields = pending[0][4:4 + size].split(b"\0")
+    pending[0] = pending[0][4 + size:]
+    text = [f.decode("utf-8", "surrogateescape") for f in fields]
+    env = dict(kv.split("=", 1) for kv in text[3:])
+    return {"cmd": text[0], "timeout": text[1], "cwd": text[2], "env": env}
+while True:
+    req = next_request()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -144,8 +152,20 @@ while True:
         send(b"o", chunk)
     os.close(r)
     code = os.waitstatus_to_exitcode(status) if status is not None else -9
-    send(b"x", json.dumps({"code": code, "timed_out": timed_out}).encode())
+    send(b"x", b'{"code": %d, "timed_out": %s}' % (code, b"true" if timed_out else b"false"))
 '''.replace("__BASH_C__", repr(sandbox.BASH_C))   # the one shell command line
+
+
+def encode_request(command: str, timeout_s: float, cwd: str, env: dict[str, str]) -> bytes:
+    """One command for the server: `u32be(len)` then NUL-separated fields — the command, its
+    time limit, the working directory, then `KEY=value` per variable (none of them can hold a
+    NUL: the kernel's exec takes C strings). No JSON: the server does without `json` and the
+    `re` and `enum` it imports, ~5 ms of CPU off every sandbox's start."""
+    fields = [command, repr(float(timeout_s)), cwd, *(f"{k}={v}" for k, v in env.items())]
+    if any("\0" in f for f in fields) or any("=" in k or not k for k in env):
+        raise ValueError("embedded null byte (or '=' in a variable's name)")
+    data = b"\0".join(f.encode("utf-8", "surrogateescape") for f in fields)
+    return len(data).to_bytes(4, "big") + data
 
 
 class SandboxGone(Exception):
@@ -309,8 +329,7 @@ class Session:
                 self._await_ready()
             if not self.alive():
                 raise NotStarted(self.error or "the sandbox is not running")
-            req = json.dumps({"cmd": command, "timeout": timeout_s, "cwd": self.workspace,
-                              "env": self.env}).encode() + b"\n"
+            req = encode_request(command, timeout_s, self.workspace, self.env)
             try:
                 self.proc.stdin.write(req)
             except (OSError, AttributeError) as exc:   # a pipe write is all or nothing here
