@@ -33,6 +33,7 @@ from services.runtime import world as W
 from services.runtime import worldfacts as X
 from services.runtime.disk import tree_size
 
+from .index import fact_words, name_words
 from .store import MAX_INTENT_HISTORY, WorldError, WorldStore, known_at, stable_id, valid_at
 
 log = logging.getLogger("artoo.world")
@@ -275,7 +276,8 @@ class WorldModel:
             if goal is not None:
                 goal.update(status=done, ended_at=now, outcome=status)
                 st.put(txn, "goals", goal["id"], goal)
-            for _, g in list(st.scan(txn, "goals")):        # an accepted goal's run ended
+            for gid in sorted(st.index.goal_runs.get(task, ())):  # an accepted goal's run ended
+                g = st.get(txn, "goals", gid)
                 if g.get("link", {}).get("run_id") == task and g["status"] == "ACTIVE":
                     g.update(status=done, ended_at=now, outcome=status)
                     st.put(txn, "goals", g["id"], g)
@@ -351,8 +353,7 @@ class WorldModel:
         hist = (hist + [{"at": ep["at"], "task": ep["task"], "text": ep["text"][:300],
                          "workspace": ep.get("workspace", "")}])[-MAX_INTENT_HISTORY:]
         st.put(txn, "intents", slug, hist)
-        last = max([g["created_at"] for _, g in st.scan(txn, "goals")
-                    if g.get("action", {}).get("slug") == slug] or [0.0])
+        last = st.index.slug_proposed.get(slug, 0.0)      # this intent's latest proposal
         recent = [h for h in hist if h["at"] > last]
         if not s.world_on or not W.repetition([h["at"] for h in recent], now,
                                               s.world_rep_window_s, s.world_rep_threshold):
@@ -400,8 +401,9 @@ class WorldModel:
         pause it. One proposal per streak of failures: a success starts a new streak."""
         s, session = self.s, ep["session"]
         sid = session.split(":", 1)[1]
-        runs = sorted((e for _, e in self.store.scan(txn, "episodes")
-                       if e.get("session") == session and e.get("final")),
+        runs = sorted((e for e in (self.store.get(txn, "episodes", t)
+                                   for t in self.store.index.session_runs.get(session, ()))
+                       if e and e.get("session") == session and e.get("final")),
                       key=lambda e: e["final"]["at"])
         streak: list[dict] = []
         for e in reversed(runs):
@@ -570,6 +572,51 @@ class WorldModel:
         facts.sort(key=lambda f: f["valid_at"])
         return {"entity": self.entity_view(ent, now), "facts": facts, "edges": edges}
 
+    def _fact_score(self, f: dict, kws: set, ids: dict, ws: str, now: float) -> float | None:
+        """A fact's rank in the projection; None when it is not shown for this goal."""
+        # facts, and the answers artoo gave that no check confirmed: the user refers to what
+        # they were told ("the host you found earlier"), so it is shown, marked as such
+        told = f["kind"] == "claim" and f["predicate"] == "answer" and \
+            f.get("status") == "unverified"
+        if (f["kind"] != "fact" and not told) or f.get("forgotten") or \
+                not valid_at(f, now) or f.get("scope", "") not in ("", ws):
+            return None
+        shared = len(kws & fact_words(f))
+        if not f.get("scope") and not shared and f["subject"] not in ids:
+            return None       # a global fact (what the user said) must share the goal's words;
+            #                   a workspace's own facts are related to a goal there by place
+        # a fact about a related entity counts as much as the entity is related (a goal naming
+        # "port" is half about "staging port"); a fact of the goal's own workspace that shares
+        # its words outranks a global one that shares as many: "the port you found" there is the
+        # port found there, not one the user named for another project
+        return 0.5 * shared + ids.get(f["subject"], 0.0) + \
+            (PLACE_BONUS if shared and f.get("scope") == ws else 0.0) + \
+            W.recency(now, f["valid_at"], FACT_RECENCY_S)
+
+    def _related_facts(self, txn, idx, kws: set, ids: dict, ws: str, now: float) -> list:
+        """(rank, fact) of every fact that can be among the projection's, in id order (the
+        order a scan gave the stable sort): those sharing a word with the goal or about a
+        related entity, and the workspace's latest. Any other fact of the workspace ranks by
+        its recency alone, so below the latest `world_projection_facts` of them (ties kept)."""
+        found: dict[str, tuple[float, dict]] = {}
+        for fid in idx.facts_for(kws, ids):
+            f = self.store.get(txn, "facts", fid)
+            score = None if f is None else self._fact_score(f, kws, ids, ws, now)
+            if score is not None:
+                found[fid] = (score, f)
+        latest: list[float] = []
+        for _, fid in idx.newest_in(ws):
+            f = self.store.get(txn, "facts", fid)
+            score = None if f is None else self._fact_score(f, kws, ids, ws, now)
+            if score is None:
+                continue
+            recency = W.recency(now, f["valid_at"], FACT_RECENCY_S)
+            if len(latest) >= self.s.world_projection_facts and recency < latest[-1]:
+                break
+            latest.append(recency)
+            found[fid] = (score, f)
+        return [found[fid] for fid in sorted(found)]
+
     def project(self, text: str, now: Optional[float] = None, workspace: str = "",
                 task: str = "") -> dict:
         """The bounded projection π for a goal (seed 002 §1.5): the few most important related
@@ -585,49 +632,34 @@ class WorldModel:
                 real[path] = os.path.realpath(path)
             return real[path]
         ws = resolve(workspace or str(s.workspace))
-        where = {e["task"]: resolve(e.get("workspace") or str(s.workspace))
-                 for e in self.store.all("episodes")}
+        idx = self.store.index
+
+        def where(t: str) -> str | None:
+            known = idx.workspace.get(t)
+            return None if known is None else resolve(known or str(s.workspace))
         kws = X.keywords(text)
         named = {m.id for m in X.mentions(text)}
         ents = []
-        for e in self.store.all("entities"):
-            if e.get("forgotten"):
-                continue
-            if e["kind"] in ("file", "folder", "task") and e["episodes"] and \
-                    ws not in {where.get(t) for t in e["episodes"]}:
-                continue                                  # another workspace's
-            if task and e["episodes"] and set(e["episodes"]) <= {task}:
-                continue                                  # the goal's own mention, nothing known
-            overlap = len(kws & X.keywords(e["name"].replace("/", " ").replace(".", " ")))
-            related = (1.0 if e["id"] in named else 0.0) + 0.5 * overlap
-            ents.append((related + self.weight(e, now), related, e))
-        ents.sort(key=lambda x: -x[0])
-        chosen = [(rel, e) for score, rel, e in ents if rel > 0][:s.world_projection_entities]
-        ids = {e["id"]: min(1.0, rel) for rel, e in chosen}     # how related each one is
-        chosen = [e for _, e in chosen]
-        facts = []
-        for f in self.store.all("facts"):
-            # facts, and the answers artoo gave that no check confirmed: the user refers to what
-            # they were told ("the host you found earlier"), so it is shown, marked as such
-            told = f["kind"] == "claim" and f["predicate"] == "answer" and \
-                f.get("status") == "unverified"
-            if (f["kind"] != "fact" and not told) or f.get("forgotten") or \
-                    not valid_at(f, now) or f.get("scope", "") not in ("", ws):
-                continue
-            words = X.keywords(" ".join((f["subject"].replace("/", " ").replace(".", " "),
-                                         f["predicate"], f["object"], f["text"])))
-            shared = len(kws & words)
-            if not f.get("scope") and not shared and f["subject"] not in ids:
-                continue      # a global fact (what the user said) must share the goal's words;
-                #               a workspace's own facts are related to a goal there by place
-            # a fact about a related entity counts as much as the entity is related (a goal
-            # naming "port" is half about "staging port"); a fact of the goal's own workspace
-            # that shares its words outranks a global one that shares as many: "the port you
-            # found" there is the port found there, not one the user named for another project
-            score = 0.5 * shared + ids.get(f["subject"], 0.0) + \
-                (PLACE_BONUS if shared and f.get("scope") == ws else 0.0) + \
-                W.recency(now, f["valid_at"], FACT_RECENCY_S)
-            facts.append((score, f))
+        with self.store.read() as txn:
+            # only an entity that shares a word with the goal or that it names can be related
+            # (rel > 0); in id order, the order a scan of the store gave the stable sort below
+            for eid in sorted(idx.entities_for(kws, named)):
+                e = self.store.get(txn, "entities", eid)
+                if e is None or e.get("forgotten"):
+                    continue
+                if e["kind"] in ("file", "folder", "task") and e["episodes"] and \
+                        ws not in {where(t) for t in e["episodes"]}:
+                    continue                                  # another workspace's
+                if task and e["episodes"] and set(e["episodes"]) <= {task}:
+                    continue                              # the goal's own mention, nothing known
+                overlap = len(kws & name_words(e["name"]))
+                related = (1.0 if e["id"] in named else 0.0) + 0.5 * overlap
+                ents.append((related + self.weight(e, now), related, e))
+            ents.sort(key=lambda x: -x[0])
+            chosen = [(rel, e) for score, rel, e in ents if rel > 0][:s.world_projection_entities]
+            ids = {e["id"]: min(1.0, rel) for rel, e in chosen}     # how related each one is
+            chosen = [e for _, e in chosen]
+            facts = self._related_facts(txn, idx, kws, ids, ws, now)
         facts.sort(key=lambda x: -x[0])
         facts = [f for _, f in facts[:s.world_projection_facts]]
         if not facts and not chosen:

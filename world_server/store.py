@@ -42,9 +42,12 @@ import msgpack
 
 from services.runtime.lmdbstore import OwnedEnv
 
+from .index import WorldIndex, build as build_index
+
 SCHEMA_VERSION = 1
 DBS = ("entities", "facts", "sp", "edges", "episodes", "intents", "goals", "deadlines", "audit",
        "meta")
+INDEXED = ("episodes", "goals", "entities", "facts")   # what index.py keeps lookups of
 MAX_EPISODES_PER_ENTITY = 20
 MAX_FACT_EPISODES = 20
 MAX_INTENT_HISTORY = 50
@@ -82,8 +85,20 @@ class WorldStore:
         self._lock = threading.RLock()
         self.commits = 0
         self.resizes = 0
+        self._index: WorldIndex | None = None
+        self._staged: list[tuple[str, str, Any]] = []   # this write transaction's puts
         if not readonly:
             self._owned.check_schema(SCHEMA_VERSION)
+            self.index                                    # one scan now, none per task
+
+    @property
+    def index(self) -> WorldIndex:
+        """The in-memory lookups of the per-task paths (index.py), current with every commit."""
+        with self._lock:
+            if self._index is None:
+                with self.read() as txn:
+                    self._index = build_index({db: self.scan(txn, db) for db in INDEXED})
+            return self._index
 
     # -- ownership and transactions --------------------------------------------------------------
     def close(self) -> None:
@@ -107,9 +122,18 @@ class WorldStore:
         with self._lock:
             if self.env is None:
                 raise WorldError("the world store is closed")
-            with self.env.begin(write=True) as txn:
-                yield txn
+            self._staged = []
+            try:
+                with self.env.begin(write=True) as txn:
+                    yield txn
+            except BaseException:
+                self._staged = []                # aborted: nothing of it reaches the index
+                raise
+            staged, self._staged = self._staged, []
             self.commits += 1
+            if self._index is not None:
+                for db, key, value in staged:
+                    self._index.put(db, key, value)
 
     def transact(self, fn):
         """Run fn(txn) in a write transaction, growing the map and retrying when it is full."""
@@ -130,6 +154,8 @@ class WorldStore:
 
     def put(self, txn, db: str, key: str, value: Any) -> None:
         txn.put(key.encode(), _pack(value), db=self.db[db])
+        if db in INDEXED:
+            self._staged.append((db, key, value))
 
     def scan(self, txn, db: str) -> Iterator[tuple[str, Any]]:
         for k, v in txn.cursor(db=self.db[db]):
