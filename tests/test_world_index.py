@@ -9,8 +9,8 @@ import random
 import pytest
 
 from protocol.settings import load_settings
-from world_server.index import name_words
-from world_server.model import WorldModel
+from world_server.index import fact_meta, fact_words, name_words
+from world_server.model import WorldModel, fact_rank
 from world_server.store import WorldStore
 
 DAY = 86400.0
@@ -47,8 +47,8 @@ def reference(m: WorldModel, text: str, now: float, ws: str, task: str = "") -> 
     ents.sort(key=lambda x: -x[0])
     chosen = [(r, e) for _, r, e in ents if r > 0][:m.s.world_projection_entities]
     ids = {e["id"]: min(1.0, r) for r, e in chosen}
-    facts = [(sc, f) for f in m.store.all("facts")
-             if (sc := m._fact_score(f, kws, ids, ws, now)) is not None]
+    facts = [(sc, f) for f in m.store.all("facts") if (sc := fact_rank(
+        fact_meta(f), len(kws & fact_words(f)), ids, ws, now)) is not None]
     facts.sort(key=lambda x: -x[0])
     return {"entities": [e["id"] for _, e in chosen],
             "facts": [f["id"] for _, f in facts[:m.s.world_projection_facts]]}

@@ -12,8 +12,9 @@ the store and filtered exactly as the full scan filtered them — the projection
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict
-from typing import Any, Iterable, Iterator
+import sys
+from collections import Counter, defaultdict
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from services.runtime import worldfacts as X
 
@@ -28,11 +29,32 @@ def fact_words(f: dict) -> set[str]:
                                 f["predicate"], f["object"], f["text"])))
 
 
+class FactMeta(NamedTuple):
+    """What ranks a fact in a projection (model.fact_rank), kept so that ranking the candidates
+    reads none of them from the store: only the chosen few are."""
+    shown: bool          # a fact, or an answer artoo gave that no check confirmed
+    forgotten: bool
+    valid_at: float
+    invalid_at: float | None
+    scope: str
+    subject: str
+
+
+def fact_meta(f: dict) -> FactMeta:
+    # facts, and the answers artoo gave that no check confirmed: the user refers to what they
+    # were told ("the host you found earlier"), so it is shown, marked as such
+    told = f["kind"] == "claim" and f["predicate"] == "answer" and \
+        f.get("status") == "unverified"
+    return FactMeta(f["kind"] == "fact" or told, bool(f.get("forgotten")), f["valid_at"],
+                    f["invalid_at"], sys.intern(f.get("scope", "")), sys.intern(f["subject"]))
+
+
 class WorldIndex:
     """task → workspace; schedule session → its runs; run id → the goals it carries out; intent
     slug → its latest proposal; keyword → entities and facts; subject → facts; workspace → its
-    facts in valid-time order. Values only ever added: an entity's name and a fact's words never
-    change once written (a fact is invalidated or forgotten by a new value, not a new text)."""
+    facts in valid-time order; each fact's ranking inputs. Only added to: an entity's name and a
+    fact's words never change once written (a fact is invalidated or forgotten by a new value of
+    its record, whose inputs replace the old ones)."""
 
     def __init__(self) -> None:
         self.workspace: dict[str, str] = {}
@@ -43,8 +65,8 @@ class WorldIndex:
         self.fact_words: dict[str, set[str]] = defaultdict(set)
         self.fact_subject: dict[str, set[str]] = defaultdict(set)
         self.scope_facts: dict[str, list[tuple[float, str]]] = defaultdict(list)
+        self.fact_meta: dict[str, FactMeta] = {}
         self._entities: set[str] = set()
-        self._facts: set[str] = set()
 
     def put(self, db: str, key: str, value: Any) -> None:
         """One value a committed transaction wrote."""
@@ -75,9 +97,10 @@ class WorldIndex:
             self.entity_words[w].add(eid)
 
     def _fact(self, fid: str, f: dict) -> None:
-        if fid in self._facts:
+        known = fid in self.fact_meta
+        self.fact_meta[fid] = fact_meta(f)       # invalidated or forgotten since: current here
+        if known:
             return
-        self._facts.add(fid)
         for w in fact_words(f):
             self.fact_words[w].add(fid)
         self.fact_subject[f["subject"]].add(fid)
@@ -94,13 +117,16 @@ class WorldIndex:
             out |= self.entity_words.get(w, set())
         return out
 
-    def facts_for(self, words: Iterable[str], subjects: Iterable[str]) -> set[str]:
-        out: set[str] = set()
+    def facts_for(self, words: Iterable[str], subjects: Iterable[str]) -> Counter:
+        """fact id → how many of the words it shares, for every fact sharing one or about one
+        of the subjects (those with 0)."""
+        shared: Counter = Counter()
         for w in words:
-            out |= self.fact_words.get(w, set())
+            shared.update(self.fact_words.get(w, ()))
         for s in subjects:
-            out |= self.fact_subject.get(s, set())
-        return out
+            for fid in self.fact_subject.get(s, ()):
+                shared[fid] += 0
+        return shared
 
     def newest_in(self, scope: str) -> Iterator[tuple[float, str]]:
         """A workspace's facts, latest valid time first."""

@@ -33,7 +33,7 @@ from services.runtime import world as W
 from services.runtime import worldfacts as X
 from services.runtime.disk import tree_size
 
-from .index import fact_words, name_words
+from .index import FactMeta, name_words
 from .store import MAX_INTENT_HISTORY, WorldError, WorldStore, known_at, stable_id, valid_at
 
 log = logging.getLogger("artoo.world")
@@ -53,6 +53,24 @@ def _size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def fact_rank(f: FactMeta, shared: int, ids: dict, ws: str, now: float) -> float | None:
+    """A fact's rank in the projection for a goal it shares `shared` words with, the related
+    entities being `ids` (id → how related); None when it is not shown for that goal."""
+    if not f.shown or f.forgotten or not (f.valid_at <= now and (
+            f.invalid_at is None or now < f.invalid_at)) or f.scope not in ("", ws):
+        return None
+    if not f.scope and not shared and f.subject not in ids:
+        return None       # a global fact (what the user said) must share the goal's words;
+        #                   a workspace's own facts are related to a goal there by place
+    # a fact about a related entity counts as much as the entity is related (a goal naming
+    # "port" is half about "staging port"); a fact of the goal's own workspace that shares its
+    # words outranks a global one that shares as many: "the port you found" there is the port
+    # found there, not one the user named for another project
+    return 0.5 * shared + ids.get(f.subject, 0.0) + \
+        (PLACE_BONUS if shared and f.scope == ws else 0.0) + \
+        W.recency(now, f.valid_at, FACT_RECENCY_S)
 
 
 def _name(eid: str) -> str:
@@ -572,50 +590,28 @@ class WorldModel:
         facts.sort(key=lambda f: f["valid_at"])
         return {"entity": self.entity_view(ent, now), "facts": facts, "edges": edges}
 
-    def _fact_score(self, f: dict, kws: set, ids: dict, ws: str, now: float) -> float | None:
-        """A fact's rank in the projection; None when it is not shown for this goal."""
-        # facts, and the answers artoo gave that no check confirmed: the user refers to what
-        # they were told ("the host you found earlier"), so it is shown, marked as such
-        told = f["kind"] == "claim" and f["predicate"] == "answer" and \
-            f.get("status") == "unverified"
-        if (f["kind"] != "fact" and not told) or f.get("forgotten") or \
-                not valid_at(f, now) or f.get("scope", "") not in ("", ws):
-            return None
-        shared = len(kws & fact_words(f))
-        if not f.get("scope") and not shared and f["subject"] not in ids:
-            return None       # a global fact (what the user said) must share the goal's words;
-            #                   a workspace's own facts are related to a goal there by place
-        # a fact about a related entity counts as much as the entity is related (a goal naming
-        # "port" is half about "staging port"); a fact of the goal's own workspace that shares
-        # its words outranks a global one that shares as many: "the port you found" there is the
-        # port found there, not one the user named for another project
-        return 0.5 * shared + ids.get(f["subject"], 0.0) + \
-            (PLACE_BONUS if shared and f.get("scope") == ws else 0.0) + \
-            W.recency(now, f["valid_at"], FACT_RECENCY_S)
-
-    def _related_facts(self, txn, idx, kws: set, ids: dict, ws: str, now: float) -> list:
-        """(rank, fact) of every fact that can be among the projection's, in id order (the
-        order a scan gave the stable sort): those sharing a word with the goal or about a
-        related entity, and the workspace's latest. Any other fact of the workspace ranks by
-        its recency alone, so below the latest `world_projection_facts` of them (ties kept)."""
-        found: dict[str, tuple[float, dict]] = {}
-        for fid in idx.facts_for(kws, ids):
-            f = self.store.get(txn, "facts", fid)
-            score = None if f is None else self._fact_score(f, kws, ids, ws, now)
-            if score is not None:
-                found[fid] = (score, f)
+    def _related_facts(self, idx, kws: set, ids: dict, ws: str, now: float) -> list[str]:
+        """The ids of the projection's facts, best first: ranked among those sharing a word with
+        the goal or about a related entity, and the workspace's latest — any other fact of the
+        workspace ranks by its recency alone, so below the latest `world_projection_facts` of
+        them (ties kept). Ties go by id, the order a scan of the store gave."""
+        k = self.s.world_projection_facts
+        shared = idx.facts_for(kws, ids)
+        found = {}
+        for fid, n in shared.items():
+            if (rank := fact_rank(idx.fact_meta[fid], n, ids, ws, now)) is not None:
+                found[fid] = rank
         latest: list[float] = []
         for _, fid in idx.newest_in(ws):
-            f = self.store.get(txn, "facts", fid)
-            score = None if f is None else self._fact_score(f, kws, ids, ws, now)
-            if score is None:
+            meta = idx.fact_meta[fid]
+            if (rank := fact_rank(meta, shared.get(fid, 0), ids, ws, now)) is None:
                 continue
-            recency = W.recency(now, f["valid_at"], FACT_RECENCY_S)
-            if len(latest) >= self.s.world_projection_facts and recency < latest[-1]:
+            recency = W.recency(now, meta.valid_at, FACT_RECENCY_S)
+            if len(latest) >= k and recency < latest[-1]:
                 break
             latest.append(recency)
-            found[fid] = (score, f)
-        return [found[fid] for fid in sorted(found)]
+            found[fid] = rank
+        return [fid for fid, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
 
     def project(self, text: str, now: Optional[float] = None, workspace: str = "",
                 task: str = "") -> dict:
@@ -659,9 +655,8 @@ class WorldModel:
             chosen = [(rel, e) for score, rel, e in ents if rel > 0][:s.world_projection_entities]
             ids = {e["id"]: min(1.0, rel) for rel, e in chosen}     # how related each one is
             chosen = [e for _, e in chosen]
-            facts = self._related_facts(txn, idx, kws, ids, ws, now)
-        facts.sort(key=lambda x: -x[0])
-        facts = [f for _, f in facts[:s.world_projection_facts]]
+            facts = [self.store.get(txn, "facts", fid)
+                     for fid in self._related_facts(idx, kws, ids, ws, now)]
         if not facts and not chosen:
             return {"text": "", "entities": [], "facts": []}
         lines = [W.PROJECTION_HEADER]
