@@ -72,6 +72,7 @@ class BusClient(Inbound):
         self._my_prefix = f"@{self.node}/".encode()
 
         self._seq: dict[bytes, int] = {}
+        self._topics: dict[tuple, bytes] = {}   # (type, task, node) -> topic (publish's)
         self._last_seq: dict[tuple[str, bytes], int] = {}   # (sender node, stream) -> last seq
         self.gaps: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
@@ -241,20 +242,30 @@ class BusClient(Inbound):
         `msg_id`: re-publish under an id chosen earlier (receivers de-dup by id)."""
         tname, body, task, trace = self._body(msg, task, trace)
         mid = msg_id or f"{self._id_prefix}{next(self._id_counter):x}"
-        topic = topic_for(tname, task, node)
+        topic = self._topics.get((tname, task, node))
+        if topic is None:
+            topic = self._topic(tname, task, node)
         if self._pub_live and not self._stop.is_set():
             # the hot path: the wire map built here and encoded under the send lock at once (no
             # Envelope object, no copy of a flat body, no hop through the loop thread)
-            self._send_wire(topic, {"v": PROTOCOL_VERSION, "id": mid, "ts": time.time(),
-                                    "type": tname, "from": as_role or self.role,
-                                    "node": self.node, "seq": 0, "task": task, "to": to,
-                                    "corr": corr, "reply_to": reply_to, "trace": trace,
-                                    "body": body})
+            with self._send_lock:
+                self._send_wire_locked(topic, {
+                    "v": PROTOCOL_VERSION, "id": mid, "ts": time.time(), "type": tname,
+                    "from": as_role or self.role, "node": self.node, "seq": 0, "task": task,
+                    "to": to, "corr": corr, "reply_to": reply_to, "trace": trace, "body": body})
         else:
             self._submit(("pub", Envelope(tname, dict(body), as_role or self.role, self.node, 0,
                                           task, mid, time.time(), to, corr, reply_to, trace),
                           topic, None))
         return mid
+
+    def _topic(self, tname: str, task: str, node: str | None) -> bytes:
+        """A message's topic, kept for the next message of the same type and task (a process
+        sends to a few hundred at most; the cache is cleared when it holds more)."""
+        if len(self._topics) >= LRU_CAP:
+            self._topics.clear()
+        topic = self._topics[(tname, task, node)] = topic_for(tname, task, node)
+        return topic
 
     def new_id(self) -> str:
         return f"{self._id_prefix}{next(self._id_counter):x}"
