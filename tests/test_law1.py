@@ -97,6 +97,10 @@ def test_a_sibling_path_sharing_the_data_dirs_prefix_is_not_the_data_dir(tmp_pat
     assert bad.protected
     assert law1.mentions_path(f"ls {data}", str(data))
     assert not law1.mentions_path(f"ls {ws}", str(data))
+    # a later, whole occurrence after a prefix-only one; a trailing slash; the end of the text
+    assert law1.mentions_path(f"ls {ws} {data}/x", str(data) + "/")
+    assert law1.mentions_path(f"cd {ws}; cd {data}", str(data))
+    assert not law1.mentions_path(f"{data}.bak {data}~ {data}-old", str(data))
 
 
 def test_overwrite_depends_on_the_file_existing(sandbox):

@@ -680,10 +680,15 @@ COPY_PREFIX = "artoo-before-"
 def sweep_stale_copies() -> None:
     """Remove before-copies left by effectors that were killed before they could clean up
     (the directory name carries the owner's pid)."""
-    for path in Path(tempfile.gettempdir()).glob(f"{COPY_PREFIX}*"):
+    try:
+        entries = [e for e in os.scandir(tempfile.gettempdir())   # no glob: no regex to compile
+                   if e.name.startswith(COPY_PREFIX)]
+    except OSError:
+        return
+    for entry in entries:
         try:
-            pid = int(path.name[len(COPY_PREFIX):].split("-", 1)[0])
+            pid = int(entry.name[len(COPY_PREFIX):].split("-", 1)[0])
         except ValueError:
             continue
         if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(path, ignore_errors=True)
+            shutil.rmtree(entry.path, ignore_errors=True)
