@@ -28,7 +28,7 @@ from .outbox import Outbox
 
 log = logging.getLogger("artoo.bus")
 
-_FIRST_REPROBE_S = 0.002
+_FIRST_REPROBE_S = 0.001  # the first probe usually races the connect: the next comes soon
 _CLOSE_LINGER_MS = 1000  # on stop, queued outgoing messages get this long to reach the proxy
 _SNDMORE = int(zmq.SNDMORE)
 _DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itself (PUB lock)
@@ -113,7 +113,7 @@ class BusClient(Inbound):
         self._stopped = threading.Event()
         self._ready = threading.Event()
         self._hello_nonce = ""
-        self._hello_interval = _FIRST_REPROBE_S  # re-probe backoff: 2 ms doubling to 100 ms
+        self._hello_interval = _FIRST_REPROBE_S  # re-probe backoff: 1 ms doubling to 100 ms
         self._start_error: BaseException | None = None
         self._log_budget: Counter[str] = Counter()
         # Liveness of the other instances of this role, for task ownership (membership.py)
