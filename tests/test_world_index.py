@@ -8,25 +8,13 @@ import random
 
 import pytest
 
-from protocol.settings import load_settings
 from world_server.index import fact_meta, fact_words, name_words
 from world_server.model import WorldModel, fact_rank
 from world_server.store import WorldStore
+from test_world_model import world  # noqa: F401 - the fixture: a model on a real store
 
 DAY = 86400.0
 WORDS = ["port", "report", "csv", "staging", "host", "disk", "usage", "backup", "config", "yaml"]
-
-
-@pytest.fixture
-def world(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    settings = load_settings(home=tmp_path / "home", workspace=ws)
-    store = WorldStore(settings.world_path)
-    model = WorldModel(store, settings)
-    model.ws = str(ws)
-    yield model
-    store.close()
 
 
 def reference(m: WorldModel, text: str, now: float, ws: str, task: str = "") -> dict:
@@ -34,7 +22,7 @@ def reference(m: WorldModel, text: str, now: float, ws: str, task: str = "") -> 
     import os
     from services.runtime import worldfacts as X
     kws, named = X.keywords(text), {x.id for x in X.mentions(text)}
-    where = {e["task"]: os.path.realpath(e.get("workspace") or m.ws)
+    where = {e["task"]: os.path.realpath(e.get("workspace") or str(m.ws))
              for e in m.store.all("episodes")}
     ents = []
     for e in m.store.all("entities"):
@@ -57,7 +45,7 @@ def reference(m: WorldModel, text: str, now: float, ws: str, task: str = "") -> 
 def fill(m: WorldModel, rng: random.Random, n: int, now: float, other: str) -> None:
     st = m.store
     for i in range(n):
-        task, ws = f"t{i}", rng.choice([m.ws, other])
+        task, ws = f"t{i}", rng.choice([str(m.ws), other])
         m.on_request(task, f"task {i}", workspace=ws)
         words = rng.sample(WORDS, 2)
         name = f"{words[0]}-{i % 7}.{rng.choice(['csv', 'yaml', 'txt'])}"
@@ -80,15 +68,15 @@ def fill(m: WorldModel, rng: random.Random, n: int, now: float, other: str) -> N
 
 def test_the_indexed_projection_is_the_one_a_full_scan_gives(world):
     rng, now = random.Random(7), 1_800_000_000.0
-    fill(world, rng, 160, now, other=world.ws + "-other")
+    fill(world, rng, 160, now, other=str(world.ws) + "-other")
     import os
-    ws = os.path.realpath(world.ws)
+    ws = os.path.realpath(str(world.ws))
     goals = ["what port does staging use", "the disk usage report csv", "backup the config.yaml",
              "port-3.csv and host-2.yaml", "nothing related at all", "report", ""]
     checked = 0
     for text in goals:
         for when in (now, now - 40 * DAY):
-            got = world.project(text, now=when, workspace=world.ws, task="t3")
+            got = world.project(text, now=when, workspace=str(world.ws), task="t3")
             want = reference(world, text, when, ws, task="t3")
             assert [e["id"] for e in got["entities"]] == want["entities"], text
             assert [f["id"] for f in got["facts"]] == want["facts"], (text, when)
@@ -135,27 +123,27 @@ def counting(store, monkeypatch) -> list[str]:
 
 def test_a_projection_reads_only_candidates_however_long_the_history(world, monkeypatch):
     now = 1_800_000_000.0
-    fill(world, random.Random(3), 60, now, other=world.ws + "-other")
+    fill(world, random.Random(3), 60, now, other=str(world.ws) + "-other")
     with monkeypatch.context() as mp:
         reads = counting(world.store, mp)
-        world.project("the disk usage report csv", now=now, workspace=world.ws)
+        world.project("the disk usage report csv", now=now, workspace=str(world.ws))
         first = len(reads)
     for i in range(300):                 # a long history of unrelated tasks in the workspace
-        world.on_request(f"u{i}", "list the files", workspace=world.ws)
+        world.on_request(f"u{i}", "list the files", workspace=str(world.ws))
         world.on_spec({"task_id": f"u{i}", "intent_slug": "ls", "intent": "list the files",
-                       "raw_input": "list the files", "options": {"workspace": world.ws}})
+                       "raw_input": "list the files", "options": {"workspace": str(world.ws)}})
         world.on_final({"task_id": f"u{i}", "status": "unverified", "summary": "listed"})
     with monkeypatch.context() as mp:
         reads = counting(world.store, mp)
-        world.project("the disk usage report csv", now=now, workspace=world.ws)
+        world.project("the disk usage report csv", now=now, workspace=str(world.ws))
     assert "episodes" not in reads and "goals" not in reads
     assert len(reads) <= first + world.s.world_projection_facts + 2, (first, len(reads))
 
 
 def test_the_index_follows_commits_skips_aborted_ones_and_is_rebuilt_on_open(world, tmp_path):
     st = world.store
-    world.on_request("a1", "check the staging port", workspace=world.ws)
-    assert st.index.workspace["a1"] == world.ws
+    world.on_request("a1", "check the staging port", workspace=str(world.ws))
+    assert st.index.workspace["a1"] == str(world.ws)
 
     def boom(txn):
         st.track(txn, "file:ghost.csv", "file", "ghost.csv", at=1.0, sentiment=None,
@@ -167,12 +155,10 @@ def test_the_index_follows_commits_skips_aborted_ones_and_is_rebuilt_on_open(wor
     st.transact(lambda txn: st.track(txn, "file:real.csv", "file", "real.csv", at=1.0,
                                      sentiment=None, episode="a1", lam=0.3))
     assert st.index.entities_for({"real"}, ()) == {"file:real.csv"}
-    path, settings = st.path, world.s
-    st.close()
-    again = WorldStore(path)
+    st.close()                           # (closing it again at teardown does nothing)
+    again = WorldStore(st.path)
     try:
-        assert again.index.workspace["a1"] == world.ws
+        assert again.index.workspace["a1"] == str(world.ws)
         assert again.index.entities_for({"real", "ghost"}, ()) == {"file:real.csv"}
     finally:
         again.close()
-        world.store = WorldStore(path)     # the fixture closes the model's store
