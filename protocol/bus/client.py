@@ -243,8 +243,10 @@ class BusClient(Inbound):
         tname, body, task, trace = self._body(msg, task, trace)
         mid = msg_id or f"{self._id_prefix}{next(self._id_counter):x}"
         topic = self._topics.get((tname, task, node))
-        if topic is None:
-            topic = self._topic(tname, task, node)
+        if topic is None:             # kept per (type, task, node); a few hundred at most
+            if len(self._topics) >= LRU_CAP:
+                self._topics.clear()
+            topic = self._topics[(tname, task, node)] = topic_for(tname, task, node)
         if self._pub_live and not self._stop.is_set():
             # the hot path: the wire map built here and encoded under the send lock at once (no
             # Envelope object, no copy of a flat body, no hop through the loop thread)
@@ -258,14 +260,6 @@ class BusClient(Inbound):
                                           task, mid, time.time(), to, corr, reply_to, trace),
                           topic, None))
         return mid
-
-    def _topic(self, tname: str, task: str, node: str | None) -> bytes:
-        """A message's topic, kept for the next message of the same type and task (a process
-        sends to a few hundred at most; the cache is cleared when it holds more)."""
-        if len(self._topics) >= LRU_CAP:
-            self._topics.clear()
-        topic = self._topics[(tname, task, node)] = topic_for(tname, task, node)
-        return topic
 
     def new_id(self) -> str:
         return f"{self._id_prefix}{next(self._id_counter):x}"
@@ -434,14 +428,10 @@ class BusClient(Inbound):
     def _send_env(self, env: Envelope, topic: bytes, pending: Pending | None = None
                   ) -> list[bytes]:
         wire = env.to_wire()
-        frames = self._send_wire(topic, wire, pending)
+        with self._send_lock:
+            frames = self._send_wire_locked(topic, wire, pending)
         env.seq = wire["seq"]
         return frames
-
-    def _send_wire(self, topic: bytes, wire: dict, pending: Pending | None = None
-                   ) -> list[bytes]:
-        with self._send_lock:
-            return self._send_wire_locked(topic, wire, pending)
 
     def _send_wire_locked(self, topic: bytes, wire: dict, pending: Pending | None = None
                           ) -> list[bytes]:
