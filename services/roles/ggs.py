@@ -302,8 +302,7 @@ class Solver(Takeovers):
     def logged_calls(self, st: TaskState) -> int:
         """The task's LLM calls: the task log holds every one, also those whose LlmUsage has
         not reached us yet."""
-        return max(st.llm_calls, sum(1 for ev in tasklog.read(self.settings.tasks_dir, st.task_id)
-                                     if ev.get("kind") == "llm_call"))
+        return max(st.llm_calls, tasklog.count(self.settings.tasks_dir, st.task_id, "llm_call"))
 
     @staticmethod
     def calls_spent(st: TaskState) -> str:

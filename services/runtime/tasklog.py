@@ -65,6 +65,18 @@ def append(tasks_dir: Path, run_id: str, kind: str, **fields: Any) -> None:
             pass
 
 
+def count(tasks_dir: Path, run_id: str, kind: str) -> int:
+    """How many events of one kind a run logged, without parsing them: `append` writes `kind`
+    first, so a line of that kind starts with the same bytes (a whole task's prompts need not be
+    decoded to count its model calls). A line torn after its start still counts, unlike `read`."""
+    prefix = b'{"kind": ' + json.dumps(kind).encode() + b","
+    try:
+        with open(log_path(tasks_dir, run_id), "rb") as fh:
+            return sum(1 for raw in fh if raw.startswith(prefix))
+    except FileNotFoundError:
+        return 0
+
+
 def read(tasks_dir: Path, run_id: str) -> Iterator[dict]:
     """Events of one run in order; a damaged line is skipped, not fatal."""
     try:
