@@ -24,6 +24,5 @@ def calls_left(settings, task_id: str, max_llm_calls: Optional[int]) -> Optional
         budget = getattr(settings, budget_field(os.environ))
     if not budget:
         return None
-    spent = sum(1 for ev in tasklog.read(settings.tasks_dir, task_id)
-                if ev.get("kind") == "llm_call")
+    spent = tasklog.count(settings.tasks_dir, task_id, "llm_call")
     return max(0, budget - spent)
