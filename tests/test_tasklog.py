@@ -24,3 +24,29 @@ def test_count_agrees_with_reading_every_event(tmp_path):
     assert tasklog.count(tmp_path, "no-such-run", "llm_call") == 0
     assert json.loads(tasklog.log_path(tmp_path, run).read_text().splitlines()[1])["prompt"] \
         .startswith('{"kind"')
+
+
+def test_a_lifecycle_read_of_only_its_kinds_derives_the_same_trail(tmp_path):
+    """transition_publisher reads the run's first event and the lifecycle kinds only: the trail,
+    and what each event causes, are those of the whole log."""
+    from services.runtime import lifecycle
+    run = "run-life"
+    big = "x" * 20000
+    tasklog.append(tmp_path, run, "llm_call", role="perceiver", prompt=big)   # first: creates it
+    for kind, extra in [("task_begin", {}), ("llm_call", {"prompt": big}),
+                        ("plan", {"plan_round": 0}), ("tool_call", {"tool": "shell"}),
+                        ("approval", {"subtask_id": "s1", "command": "rm -r x", "approved": True,
+                                      "decided_by": "op"}),
+                        ("merge_verdict", {"plan_round": 0}), ("llm_call", {"prompt": big}),
+                        ("replan", {"plan_round": 0, "gap_summary": "more"}),
+                        ("plan_directive", {"replan_round": 1, "directive": "replan"}),
+                        ("plan", {"plan_round": 1}), ("task_end", {"status": "verified"})]:
+        tasklog.append(tmp_path, run, kind, **extra)
+    whole = list(tasklog.read(tmp_path, run))
+    some = list(tasklog.read(tmp_path, run, kinds=lifecycle.KINDS))
+    assert some[0] == whole[0] and len(some) < len(whole)
+    assert lifecycle.derive(some).entries == lifecycle.derive(whole).entries
+    assert len(lifecycle.derive(whole).entries) >= 6
+    for event in whole:
+        if event["kind"] in lifecycle.KINDS:
+            assert lifecycle.caused_by(some, event) == lifecycle.caused_by(whole, event)

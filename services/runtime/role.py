@@ -58,7 +58,8 @@ def transition_publisher(client: BusClient, as_role: str | None = None):
     def publish(tasks_dir: Path, run_id: str, event: dict) -> None:
         if event.get("kind") not in lifecycle.KINDS:
             return
-        for move, refused in lifecycle.caused_by(list(tasklog.read(tasks_dir, run_id)), event):
+        events = list(tasklog.read(tasks_dir, run_id, kinds=lifecycle.KINDS))
+        for move, refused in lifecycle.caused_by(events, event):
             client.publish(TaskTransition(task_id=run_id, from_state=move["from"] or "",
                                           to_state=move["to"], actor=move["actor"],
                                           reason=move["reason"][:300], refused=refused),

@@ -77,14 +77,29 @@ def count(tasks_dir: Path, run_id: str, kind: str) -> int:
         return 0
 
 
-def read(tasks_dir: Path, run_id: str) -> Iterator[dict]:
-    """Events of one run in order; a damaged line is skipped, not fatal."""
+def read(tasks_dir: Path, run_id: str, kinds: frozenset[str] | None = None) -> Iterator[dict]:
+    """Events of one run in order; a damaged line is skipped, not fatal. `kinds`: only the run's
+    first event and those of these kinds, the others skipped undecoded (a lifecycle needs no
+    prompt: `llm_call` lines are most of a log's bytes)."""
+    first = True
     try:
         with open(log_path(tasks_dir, run_id), "rb") as fh:
             for raw in fh:
+                if kinds is not None and not first and _kind(raw) not in kinds:
+                    continue
                 try:
-                    yield json.loads(raw)
+                    event = json.loads(raw)
                 except ValueError:
                     continue
+                first = False
+                yield event
     except FileNotFoundError:
         return
+
+
+def _kind(raw: bytes) -> str | None:
+    """The kind of a logged line, from its first bytes (`append` writes it first)."""
+    if not raw.startswith(b'{"kind": "'):
+        return None
+    end = raw.find(b'"', 10)
+    return raw[10:end].decode("utf-8", "replace") if end > 0 else None
