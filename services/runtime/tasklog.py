@@ -69,10 +69,9 @@ def count(tasks_dir: Path, run_id: str, kind: str) -> int:
     """How many events of one kind a run logged, without parsing them: `append` writes `kind`
     first, so a line of that kind starts with the same bytes (a whole task's prompts need not be
     decoded to count its model calls). A line torn after its start still counts, unlike `read`."""
-    prefix = b'{"kind": ' + json.dumps(kind).encode() + b","
     try:
         with open(log_path(tasks_dir, run_id), "rb") as fh:
-            return sum(1 for raw in fh if raw.startswith(prefix))
+            return sum(1 for raw in fh if _kind(raw) == kind)
     except FileNotFoundError:
         return 0
 
