@@ -34,7 +34,8 @@ from services.runtime import worldfacts as X
 from services.runtime.disk import tree_size
 
 from .index import FactMeta, name_words
-from .store import MAX_INTENT_HISTORY, WorldError, WorldStore, known_at, stable_id, valid_at
+from .store import (MAX_INTENT_HISTORY, WorldError, WorldStore, held, known_at, stable_id,
+                    valid_at)
 
 log = logging.getLogger("artoo.world")
 FAILED = ("abandoned", "not_possible")     # a run's outcomes that count as a failure
@@ -58,8 +59,8 @@ def _size(n: float) -> str:
 def fact_rank(f: FactMeta, shared: int, ids: dict, ws: str, now: float) -> float | None:
     """A fact's rank in the projection for a goal it shares `shared` words with, the related
     entities being `ids` (id → how related); None when it is not shown for that goal."""
-    if not f.shown or f.forgotten or not (f.valid_at <= now and (
-            f.invalid_at is None or now < f.invalid_at)) or f.scope not in ("", ws):
+    if not f.shown or f.forgotten or not held(f.valid_at, f.invalid_at, now) or \
+            f.scope not in ("", ws):
         return None
     if not f.scope and not shared and f.subject not in ids:
         return None       # a global fact (what the user said) must share the goal's words;

@@ -298,7 +298,12 @@ class WorldStore:
 
 def valid_at(fact: dict, t: float) -> bool:
     """The fact held in the world at time t (valid time)."""
-    return fact["valid_at"] <= t and (fact["invalid_at"] is None or t < fact["invalid_at"])
+    return held(fact["valid_at"], fact["invalid_at"], t)
+
+
+def held(valid_from: float, invalid_from: float | None, t: float) -> bool:
+    """Valid time [valid_from, invalid_from) contains t (a record, or an index's copy of it)."""
+    return valid_from <= t and (invalid_from is None or t < invalid_from)
 
 
 def known_at(fact: dict, t: float) -> bool:

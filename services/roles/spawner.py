@@ -46,6 +46,7 @@ from protocol.messages import (EffectorExited, EffectorStarted, SubTask, SubTask
 from protocol.settings import Settings, load_settings
 
 from services.runtime import journal, telemetry
+from services.runtime.daemon import REPO_ROOT
 from services.safety.tools import SETPRIV, die_with_parent
 
 log = logging.getLogger("artoo.spawner")
@@ -54,8 +55,6 @@ MARKER_ENV = "ARTOO_EFFECTOR_SPAWNER"     # "<spawner pid>:<start time>:<data di
 SUBTASK_ENV = "ARTOO_EFFECTOR_SUBTASK"
 EXIT_REASONS = {0: "completed", 1: "crashed", 3: "unacknowledged", 4: "deadline"}
 _HEADER = struct.Struct("!I")
-# the zygote runs `-m services.roles.spawner` from here: this checkout's code, not an installed copy
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,7 +393,7 @@ class Zygote:
             kwargs["preexec_fn"] = lambda: die_with_parent(signal.SIGTERM)
         self._hello.clear()
         self.proc = subprocess.Popen(argv, pass_fds=[child.fileno()], env=env, close_fds=True,
-                                     cwd=REPO_ROOT, **kwargs)
+                                     cwd=REPO_ROOT, **kwargs)   # -m finds this checkout
         child.close()
         self.sock = parent
 
