@@ -91,12 +91,13 @@ class Submitter:
         self.marks: dict[str, dict[str, float]] = {}   # run id -> first arrival per type
         self.client = BusClient("user", settings=settings, heartbeat=False)
         self.client.on("FinalResult", self._final, ack=True)
-        for type_name in STAGES:
-            self.client.on(type_name, self._mark, raw=True)
+        # everything: the effector's R3 <-> R4a messages are directed at its node
+        self.client.on("*", self._mark, raw=True)
         self.client.start()
 
     def _mark(self, env, _msg) -> None:
-        self.marks.setdefault(env.task, {}).setdefault(env.type, time.perf_counter())
+        if env.type in STAGES:
+            self.marks.setdefault(env.task, {}).setdefault(env.type, time.perf_counter())
 
     def _final(self, env, msg) -> None:
         with self.cond:

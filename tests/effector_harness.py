@@ -106,9 +106,12 @@ class EffectorHarness:
         rec = self.seen
 
         def planner(c: BusClient) -> None:
-            for t in ("SubTaskClaim", "EffectorStarted", "ExecutionResult", "CorrectionSignal",
-                      "Heartbeat", "LlmUsage"):
+            for t in ("SubTaskClaim", "EffectorStarted", "Heartbeat", "LlmUsage"):
                 c.on(t, rec)
+            # R3 and R4a send these directed at the effector's node (and a client's handshake
+            # probe at its own): seen by observing everything
+            directed = ("ExecutionResult", "CorrectionSignal", "Hello")
+            c.on("*", lambda env, msg: rec(env, msg) if env.type in directed else None)
             c.on("EffectorExited", rec, ack=True)
             c.on("SubTaskOutcome", rec, ack=True)
 

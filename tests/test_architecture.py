@@ -94,8 +94,8 @@ def test_the_walker_sees_every_kind_of_import():
     # the checker itself: relative, from-package and function-level imports all resolve
     imports = {t for _, t in imports_of(REPO / "services" / "safety" / "shell.py")}
     assert "services.safety.commands" in imports and "services.safety.levels" in imports
-    spawner = [t for _, t in imports_of(REPO / "services" / "roles" / "spawner.py")]
-    assert "services.roles.effector" in spawner     # imported inside a function
+    zygote = [t for _, t in imports_of(REPO / "services" / "roles" / "zygote.py")]
+    assert "services.roles.effector" in zygote      # imported inside a function
 
 
 def test_every_source_folder_is_a_package():

@@ -126,6 +126,34 @@ def test_new_publisher_never_loses_its_first_message(bus_process, settings, bus_
     assert not lost, f"{len(lost)} first messages lost, e.g. {lost[:5]}"
 
 
+def test_a_directed_handler_needs_no_subscription_of_its_own(bus_process, bus_clients):
+    """`on(directed=True)` on a running client: no handshake (nothing is sent), and it sees what
+    is published to its node only — not the type's own topic, even where a wildcard on the same
+    client brings that copy in."""
+    got: list[str] = []
+    arrived = threading.Event()
+    everything: list[str] = []
+    a = bus_clients("executor", lambda c: c.on("*", lambda e, m: everything.append(e.type)))
+    sender = bus_clients("planner")
+    sent_before = a.sent
+
+    def directed(env, msg):
+        got.append(msg.subtask_id)
+        arrived.set()
+
+    a.on("EffectorStarted", directed, directed=True)
+    assert a.sent == sent_before                 # no Hello: no handshake to wait for
+
+    def started(sid: str) -> EffectorStarted:
+        return EffectorStarted(task_id="t-directed", subtask_id=sid, pid=1, spawner="s")
+
+    sender.publish(started("broadcast"))
+    sender.publish(started("direct"), node=a.node)
+    assert arrived.wait(10)
+    wait_until(lambda: everything.count("EffectorStarted") == 2, 10, "both copies at the wildcard")
+    assert got == ["direct"]
+
+
 # ----------------------------------------------------------------------------------------------
 # malformed input
 # ----------------------------------------------------------------------------------------------

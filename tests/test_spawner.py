@@ -179,6 +179,46 @@ def test_the_zygote_runs_this_checkouts_code(h):
     assert os.path.isfile(os.path.join(zygote.cwd(), "services", "roles", "spawner.py"))
 
 
+def scripted(h, st, word: str) -> None:
+    h.llm.add("executor", R.shell(f"echo {word}"), task=st.parent_task_id)
+    h.llm.add("executor", R.result(word), task=st.parent_task_id)
+    h.llm.add("agentval", R.all_met("done"), task=st.parent_task_id)
+
+
+def test_each_effector_is_forked_and_on_the_bus_before_its_subtask(h):
+    """The spare: the zygote forks the next effector ahead of its subtask, and it connects to the
+    bus while it waits (its handshake probe is seen), so the process that runs a subtask was
+    there before the subtask was offered; one killed while it waits is replaced by a fork on
+    request. Every one of them goes with the spawner."""
+    node = h.start_spawner()
+    zygote = psutil.Process(spawner_info(h, node)["zygote_pid"])
+
+    def waiting_effector(exclude=()):
+        return wait_for_process(lambda p: p.ppid() == zygote.pid and p.pid not in exclude)
+
+    spare = waiting_effector()
+    h.seen.wait("Hello", lambda m: m.node.startswith(f"effector-{spare.pid}-"))
+    st = h.subtask("run by the spare", ["done"])
+    scripted(h, st, "spare")
+    h.place(st, spawner=node)
+    started = h.seen.wait("EffectorStarted", lambda m: m.subtask_id == st.subtask_id)[0]
+    assert started.pid == spare.pid
+    assert h.outcome(st).status == "matched"
+    following = waiting_effector(exclude=(spare.pid,))
+    following.kill()
+    psutil.wait_procs([following], timeout=10)           # gone, and reaped by the zygote
+    again = h.subtask("forked on request", ["done"])
+    scripted(h, again, "again")
+    h.place(again, spawner=node)
+    assert h.outcome(again).status == "matched"
+    started = h.seen.wait("EffectorStarted", lambda m: m.subtask_id == again.subtask_id)[0]
+    assert started.pid not in (spare.pid, following.pid)
+    last = waiting_effector(exclude=(spare.pid, following.pid, started.pid))
+    h.stop_spawner(node)
+    gone, alive = psutil.wait_procs([zygote, last], timeout=10)
+    assert not alive
+
+
 def test_a_dead_zygote_is_reported_and_restarted(h):
     node = h.default
     try:

@@ -123,13 +123,11 @@ class BusClient(Inbound):
         if self.instances > 1:
             self.on("Heartbeat", self.membership.on_heartbeat, task=role)
 
-    # ------------------------------------------------------------------------------------------
-    # registration
-    # ------------------------------------------------------------------------------------------
+    # -- registration ------------------------------------------------------------------------
     def on(self, type_name: str, fn: Handler, *, ack: bool | str = False, partition: bool = False,
            threaded: bool = False, request: bool = False, task: str | None = None,
            when: Callable[[Envelope, Any], bool] | None = None, raw: bool = False,
-           every_copy: bool = False) -> None:
+           every_copy: bool = False, directed: bool = False, prove: bool = True) -> None:
         """Handle messages of `type_name` ("*" = all). Register before start(), or the call
         blocks until the new subscription is proven live by a fresh handshake.
 
@@ -137,19 +135,24 @@ class BusClient(Inbound):
         acknowledges as that role: a process that stands in for another consumer (the scheduler
         acks the FinalResult of the runs it started as `user`, the role GGS waits for).
         `every_copy`: an idempotent observer also sees re-sent copies (with signing on, a
-        non-acknowledging handler otherwise gets a byte-identical frame once)."""
+        non-acknowledging handler otherwise gets a byte-identical frame once).
+        `directed`: only the copies sent to this process (`publish(node=...)`), which need no
+        subscription of their own (the node's, live since start) and so no handshake.
+        `prove=False`: registered after start, no handshake either — for an acknowledged message
+        (re-sent until acked), where a first copy missed in the race costs a re-send only."""
         if type_name != ALL and type_name not in MESSAGE_TYPES:
             raise ValueError(f"unknown message type {type_name!r}")
         sub = Subscription(type_name, fn, ack, partition, threaded, request, task, when, raw,
-                           every_copy)
+                           every_copy, directed)
         self._subs.append(sub)
         if type_name == ALL:
             self._wildcard.append(sub)
         else:
             self._by_type.setdefault(type_name, []).append(sub)
-        if self._ready.is_set():
+        if self._ready.is_set() and not directed:
             self._call_in_loop(lambda: self._subscribe(sub))
-            self.handshake()
+            if prove:
+                self.handshake()
 
     def add_timer(self, interval_s: float, fn: Callable[[], None]) -> None:
         """Run fn on the loop thread every interval_s seconds."""
@@ -159,9 +162,7 @@ class BusClient(Inbound):
         else:
             self._timers.append(entry)
 
-    # ------------------------------------------------------------------------------------------
-    # lifecycle
-    # ------------------------------------------------------------------------------------------
+    # -- lifecycle ---------------------------------------------------------------------------
     def start(self, timeout: float | None = None) -> "BusClient":
         """Connect and return once the handshake proves the path through the proxy works."""
         timeout = timeout or self.settings.ready_timeout_s
@@ -230,9 +231,7 @@ class BusClient(Inbound):
     def ready(self) -> bool:
         return self._ready.is_set() and not self._stop.is_set()
 
-    # ------------------------------------------------------------------------------------------
-    # sending (any thread)
-    # ------------------------------------------------------------------------------------------
+    # -- sending (any thread) ----------------------------------------------------------------
     def publish(self, msg: Body, *, task: str | None = None, to: str | None = None,
                 node: str | None = None, corr: str | None = None, reply_to: str | None = None,
                 trace: str | None = None, as_role: str | None = None,
@@ -324,9 +323,7 @@ class BusClient(Inbound):
         if not done.wait(timeout or self.settings.ready_timeout_s):
             raise BusTimeout(f"{self.node}: handshake timed out")
 
-    # ------------------------------------------------------------------------------------------
-    # introspection
-    # ------------------------------------------------------------------------------------------
+    # -- introspection -----------------------------------------------------------------------
     def stats(self) -> dict:
         return {
             "node": self.node, "role": self.role, "instance": self.instance,
@@ -345,9 +342,7 @@ class BusClient(Inbound):
     def owner_of(self, task_id: str) -> int:
         return self.membership.owner(task_id)
 
-    # ------------------------------------------------------------------------------------------
-    # internals: envelope and queue
-    # ------------------------------------------------------------------------------------------
+    # -- internals: envelope and queue -------------------------------------------------------
     def _body(self, msg: Body, task: str | None, trace: str | None
               ) -> tuple[str, dict, str, str | None]:
         """(type name, body map, task, trace) of a message about to be sent. A flat body is the
@@ -469,24 +464,17 @@ class BusClient(Inbound):
         return frames
 
     def _send_frames(self, frames: list[bytes]) -> None:
+        """Send frames already built (a re-send, a cached reply) as they are."""
         with self._send_lock:
-            self._send_locked(frames)
-
-    def _send_locked(self, frames: list[bytes]) -> None:
-        if not self._pub_live:
-            return
-        try:
-            # plain sends: pyzmq's send_multipart costs twice as much per small message
-            pub = self._pub
-            pub.send(frames[0], _SNDMORE)
-            if len(frames) == 3:
-                pub.send(frames[1], _SNDMORE)
-                pub.send(frames[2])
-            else:
-                pub.send(frames[1])
-            self.sent += 1
-        except zmq.ZMQError as exc:  # HWM with NODROP, or the context going away
-            self._note("send_error", f"send failed: {exc}")
+            if not self._pub_live:
+                return
+            try:
+                for frame in frames[:-1]:
+                    _RAW_SEND(self._pub, frame, _SNDMORE)
+                _RAW_SEND(self._pub, frames[-1])
+                self.sent += 1
+            except zmq.ZMQError as exc:  # HWM with NODROP, or the context going away
+                self._note("send_error", f"send failed: {exc}")
 
     def _send_reply(self, req: Envelope, msg: Body) -> None:
         if not req.reply_to:
@@ -528,10 +516,10 @@ class BusClient(Inbound):
         if n <= 5 or n % 1000 == 0:
             log.warning("%s [%s #%d] %s", self.node, reason, n, message)
 
-    # ------------------------------------------------------------------------------------------
-    # internals: the loop
-    # ------------------------------------------------------------------------------------------
+    # -- internals: the loop -----------------------------------------------------------------
     def _subscribe(self, sub: Subscription) -> None:
+        if sub.directed:
+            return                   # the node's own prefix brings it
         self._sub.setsockopt(zmq.SUBSCRIBE, sub.prefix)
         if sub.type_name == ALL:
             self._all_subscribed = True

@@ -82,12 +82,13 @@ class Subscription:
     raw: bool = False              # receive the envelope only, skip body validation
     every_copy: bool = False       # also byte-identical re-sends (an idempotent observer: no
                                    # replay filter), e.g. a registry of the tasks begun on the bus
+    directed: bool = False         # only copies sent to this node: no subscription of its own
 
     def __post_init__(self) -> None:
         # nothing to check but the directed-topic rule and the replay filter: the hot path
         self.plain = not (self.ack or self.partition or self.threaded or self.request
                           or self.task or self.when is not None or self.raw
-                          or self.type_name == ALL)
+                          or self.type_name == ALL or self.directed)
 
     @property
     def ack_role(self) -> str | None:

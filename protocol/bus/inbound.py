@@ -112,7 +112,7 @@ class Inbound:
             if not sub.plain:  # a plain observer has none of these filters: the hot path
                 if sub.task and env.task != sub.task:
                     continue
-                if elsewhere and sub.type_name != ALL:
+                if (elsewhere and sub.type_name != ALL) or (sub.directed and not mine):
                     continue
                 if sub.partition and (not self.owns(env.task) or (
                         sub.ack and self.membership.fenced(env.task, env.ts))):

@@ -1,9 +1,9 @@
 """The effector process: R3 Executor + R4a Agent-Validator for exactly one subtask, then exit.
 
 Started by the spawner (forked from its preloaded zygote) with one SubTask. Both roles live on one
-BusClient and speak as themselves (`as_role`): R3 publishes each ExecutionResult, R4a receives it
-*from the bus* (so the tap sees the fast loop), and answers with a CorrectionSignal that R3 again
-receives from the bus, or with the final SubTaskOutcome, sent to metaval and planner and
+BusClient and speak as themselves (`as_role`): R3 publishes each ExecutionResult (directed at this
+process's node), R4a receives it *from the bus* (so the tap sees the fast loop), and answers with a
+CorrectionSignal that R3 again receives from the bus, or with the final SubTaskOutcome, sent to metaval and planner and
 acknowledged by both. An in-process watchdog re-publishes a result or correction the other side has
 not picked up (PUB/SUB may drop), and a deadline watchdog sends an honest failed outcome shortly
 before the spawner's hard kill. Law 1 approvals are asked over the bus (ApprovalRequest →
@@ -32,7 +32,7 @@ from protocol.messages import (CorrectionSignal, CriterionVerdict, ExecutionResu
 from protocol.settings import Settings, load_settings, workspace_problem
 
 from services.runtime import tasklog, telemetry
-from services.safety import law1, referents
+from services.safety import law1, referents, sandbox_session
 from .agentval import AgentValidator, Judgement
 from .executor import Executor
 from services.runtime.llm import Budgeted, CallBudget, LLMClient, LLMError
@@ -86,8 +86,12 @@ class Effector:
     def register(self) -> None:
         sid, node, task = self.subtask.subtask_id, self.client.node, self.subtask.parent_task_id
         mine = lambda env, msg: msg.subtask_id == sid and env.node == node  # noqa: E731
-        self.client.on("ExecutionResult", self.on_result, task=task, when=mine, threaded=True)
-        self.client.on("CorrectionSignal", self.on_correction, task=task, when=mine)
+        # R3 and R4a send each other these on the bus directed at this process: its node's own
+        # subscription, live since the client started, brings them (no handshake per subtask)
+        self.client.on("ExecutionResult", self.on_result, task=task, when=mine, threaded=True,
+                       directed=True)
+        self.client.on("CorrectionSignal", self.on_correction, task=task, when=mine,
+                       directed=True)
 
     # -- R4a side -----------------------------------------------------------------------------
     def on_result(self, env, result: ExecutionResult) -> None:
@@ -121,7 +125,7 @@ class Effector:
         """Publish on the bus and re-publish until the other side has taken it (or we end)."""
         to = "agentval" if role == "executor" else "executor"
         while True:
-            self.client.publish(msg, as_role=role, to=to)
+            self.client.publish(msg, as_role=role, to=to, node=self.client.node)
             with self._cond:
                 self._cond.wait_for(lambda: key in seen or self.outcome is not None,
                                     timeout=REPUBLISH_S)
@@ -245,9 +249,11 @@ def build_llms(settings: Settings) -> dict[str, LLMClient]:
 def run_effector(subtask: SubTask, settings: Settings | None = None, *,
                  ready: Callable[[], None] | None = None,
                  llms: dict[str, LLMClient] | None = None,
-                 exit_on_deadline: bool = True, trace: str | None = None) -> int:
+                 exit_on_deadline: bool = True, trace: str | None = None,
+                 client: BusClient | None = None) -> int:
     """Run one subtask to its outcome; returns the process exit code. `trace`: the context of
-    the spawner's span for this subtask (its "subtask" span is a child of it)."""
+    the spawner's span for this subtask (its "subtask" span is a child of it); `client`: a bus
+    client already started (a spare effector's, `connect_early`)."""
     settings = settings or load_settings()
     task_id, sid = subtask.parent_task_id, subtask.subtask_id
     ws_problem = ""
@@ -258,8 +264,7 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     if subtask.options.network:        # the run was granted the network (`artoo run --network`)
         settings = dataclasses.replace(settings, sandbox_network=True)
     deadline_at = subtask.deadline_at or (time.time() + settings.subtask_deadline_s)
-    client = BusClient("executor", settings=settings, heartbeat=False,
-                       node=f"effector-{os.getpid()}-{secrets.token_hex(2)}")
+    client = client or _new_client(settings)
     telemetry.init("effector", node=client.node, client=client)
     llm_error = f"the run's workspace is refused: {ws_problem}" if ws_problem else ""
     try:
@@ -294,8 +299,12 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
                         exit_on_deadline=exit_on_deadline)
     tasklog.set_after_append(transition_publisher(client))    # a Law 1 approval blocks the task
     effector.register()
-    client.on("ApprovalDecision", gate.on_decision, ack=True, task=task_id, when=gate.expects)
-    client.start()
+    # re-sent until this effector acks it, and only ever the answer to its own request, sent long
+    # after this: a spare's client (started already) need not wait for a handshake
+    client.on("ApprovalDecision", gate.on_decision, ack=True, task=task_id, when=gate.expects,
+              prove=False)
+    if not client.ready:
+        client.start()
     if ready:
         ready()
     tasklog.append(settings.tasks_dir, task_id, "subtask_begin", subtask_id=sid,
@@ -335,6 +344,27 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
             sp.set("artoo.subtask.status", effector.outcome.status)
         sp.__exit__(None, None, None)
         telemetry.shutdown()               # forked: the zygote's child leaves with os._exit
+
+
+def _new_client(settings: Settings) -> BusClient:
+    return BusClient("executor", settings=settings, heartbeat=False,
+                     node=f"effector-{os.getpid()}-{secrets.token_hex(2)}")
+
+
+def connect_early(settings: Settings) -> BusClient | None:
+    """What a spare effector (forked by the zygote before its subtask) does while it waits: it
+    starts the attempt's sandbox and connects to the bus, so neither is on the subtask's path.
+    None if the bus does not answer: the subtask then connects on its own, as without a spare."""
+    try:
+        sandbox_session.SPARE = Toolbox.spare(settings)   # adopted if the workspace matches
+    except Exception as exc:  # noqa: BLE001 - the toolbox starts its own then
+        log.warning("no spare sandbox: %s", exc)
+    client = _new_client(settings)
+    try:
+        return client.start()
+    except Exception as exc:  # noqa: BLE001 - e.g. the bus not up yet: connect later
+        log.warning("spare effector not connected: %s", exc)
+        return None
 
 
 def discover_mcp(hub: McpHub, settings: Settings, task_id: str, sid: str) -> None:

@@ -5,12 +5,12 @@ spawner with a free slot answers SubTaskClaim (and holds the slot for `claim_hol
 dispatcher sends SubTaskAssign to one spawner (acknowledged by that spawner only). Concurrency is
 capped at `max_concurrent_effectors`: no claim without a free slot.
 
-Fast start: at startup the spawner launches a *zygote*, a single-threaded child process that imports
-the effector stack (pydantic models, zmq, openai, bashlex) and builds the LLM clients once. Each
-effector is an `os.fork()` of the zygote — a fork of a single-threaded process, so no lock of a
-bus thread is inherited; the child opens its own ZeroMQ context and never touches a parent socket.
-The zygote reports fork, ready (the effector's bus handshake came back) and exit over a socketpair;
-the spawner turns these into EffectorStarted / EffectorExited.
+Fast start: at startup the spawner launches a *zygote* (zygote.py), a single-threaded child process
+that imports the effector stack (pydantic models, zmq, openai, bashlex) and builds the LLM clients
+once. Each effector is an `os.fork()` of the zygote, forked ahead of its subtask (the spare: its
+sandbox and bus connection are up before the subtask comes). The zygote reports fork, ready (the
+effector's subscriptions are live) and exit over a socketpair; the spawner turns these into
+EffectorStarted / EffectorExited.
 
 No orphans: each effector calls setsid() (its own session and process group) and
 prctl(PR_SET_PDEATHSIG, SIGKILL) against the zygote. The zygote gets SIGTERM when the spawner dies
@@ -21,21 +21,16 @@ in case the zygote itself was SIGKILLed.
 """
 from __future__ import annotations
 
-import gc
-import json
 import logging
 import os
-import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import psutil
@@ -43,264 +38,16 @@ import psutil
 from protocol.bus import BusClient
 from protocol.messages import (EffectorExited, EffectorStarted, SubTask, SubTaskAssign,
                                SubTaskClaim, SubTaskOffer, TaskCancel)
-from protocol.settings import Settings, load_settings
+from protocol.settings import Settings
 
 from services.runtime import journal, telemetry
 from services.runtime.daemon import REPO_ROOT
 from services.safety.tools import SETPRIV, die_with_parent
+from .zygote import MARKER_ENV, FrameReader, _kill_session, send_frame, zygote_main
 
 log = logging.getLogger("artoo.spawner")
 
-MARKER_ENV = "ARTOO_EFFECTOR_SPAWNER"     # "<spawner pid>:<start time>:<data dir>" on effectors
-SUBTASK_ENV = "ARTOO_EFFECTOR_SUBTASK"
 EXIT_REASONS = {0: "completed", 1: "crashed", 3: "unacknowledged", 4: "deadline"}
-_HEADER = struct.Struct("!I")
-
-
-# ---------------------------------------------------------------------------------------------
-# framing over the spawner <-> zygote socketpair
-# ---------------------------------------------------------------------------------------------
-
-def send_frame(sock: socket.socket, obj: dict) -> None:
-    data = json.dumps(obj, separators=(",", ":")).encode()
-    sock.sendall(_HEADER.pack(len(data)) + data)
-
-
-class FrameReader:
-    def __init__(self, sock: socket.socket):
-        self.sock = sock
-        self.buf = bytearray()
-
-    def read(self) -> Optional[list[dict]]:
-        """Frames available now; None at EOF."""
-        try:
-            chunk = self.sock.recv(1 << 16)
-        except BlockingIOError:
-            return []
-        except OSError:
-            return None
-        if not chunk:
-            return None
-        self.buf += chunk
-        frames = []
-        while len(self.buf) >= _HEADER.size:
-            (size,) = _HEADER.unpack_from(self.buf)
-            if len(self.buf) < _HEADER.size + size:
-                break
-            raw = bytes(self.buf[_HEADER.size:_HEADER.size + size])
-            del self.buf[:_HEADER.size + size]
-            try:
-                frames.append(json.loads(raw))
-            except ValueError:
-                log.error("dropping an undecodable zygote frame")
-        return frames
-
-
-# ---------------------------------------------------------------------------------------------
-# the zygote (a separate, single-threaded process)
-# ---------------------------------------------------------------------------------------------
-
-def zygote_main(fd: int) -> int:
-    """Preload the effector stack, then fork one effector per spawn request."""
-    from services.runtime.role import configure_logging
-    configure_logging("effector")
-    # SIGTERM, not SIGKILL, when the spawner dies: the zygote then kills every effector's whole
-    # session (tool processes included) before it exits. A socket EOF does the same.
-    die_with_parent(signal.SIGTERM)
-    spawner_pid = int(os.environ.get(MARKER_ENV, "0:0").split(":")[0])
-    if spawner_pid and os.getppid() != spawner_pid:
-        return 1                                   # the spawner died before we armed the signal
-    sock = socket.socket(fileno=fd)
-    settings = load_settings()
-    from . import effector                         # the preload: everything an effector imports
-    from services.safety import law1
-    from protocol.messages import SubTask as _SubTask
-    law1.classify("ls | wc -l > /dev/null", workspace=settings.workspace)  # warm bashlex tables
-    from services.safety import sandbox_session
-    from services.safety.tools import Toolbox
-
-    def new_spare() -> None:
-        """The next effector's sandbox, started now (it adopts it if its workspace and network
-        match): spawn-to-ready off the subtask's path."""
-        try:
-            sandbox_session.SPARE = Toolbox.spare(settings)
-        except Exception as exc:  # noqa: BLE001 - the effector starts its own then
-            log.warning("no spare sandbox: %s", exc)
-            sandbox_session.SPARE = None
-    new_spare()
-    telemetry.preload()                            # the tracing SDK, when OTEL_* turn it on
-    try:
-        llms = effector.build_llms(settings)
-    except Exception as exc:                       # the effector reports it as its outcome
-        log.warning("LLM clients not prebuilt: %s", exc)
-        llms = None
-    effector.warm_schemas()                        # R3's and R4a's reply schemas: ~1 ms each
-    for client in (llms or {}).values():          # the SDK's lazily built resource objects
-        try:
-            client._sdk.chat.completions
-        except Exception:  # noqa: BLE001 - built on the first call then
-            pass
-    import encodings.idna  # noqa: F401  - httpx encodes the LLM host with it on a first connect
-    # Every object preloaded so far is permanent: a child's collections never walk (and so never
-    # copy-on-write) the zygote's heap. ~15 ms off each effector's first LLM call.
-    gc.collect()
-    gc.freeze()
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.signal(signal.SIGTERM, _raise_exit)
-    reader = FrameReader(sock)
-    children: dict[int, dict] = {}                 # pid -> {key, ready_fd, t0}
-    ready_fds: dict[int, int] = {}                 # read fd -> pid
-    send_frame(sock, {"ev": "hello", "pid": os.getpid()})
-    me = os.getpid()
-
-    def spawn(frame: dict) -> None:
-        key = frame["key"]
-        try:
-            subtask = _SubTask.model_validate(frame["subtask"])
-        except Exception as exc:
-            send_frame(sock, {"ev": "error", "key": key, "error": f"invalid subtask: {exc}"})
-            return
-        r, w = os.pipe()
-        t0 = time.monotonic()
-        pid = os.fork()
-        if pid == 0:                               # ---- the effector ----
-            code = 1
-            try:
-                os.setsid()
-                die_with_parent()
-                if os.getppid() != me:
-                    os._exit(1)
-                os.close(r)
-                sock.close()
-                for fd_ in list(ready_fds):
-                    try:
-                        os.close(fd_)
-                    except OSError:
-                        pass
-                signal.set_wakeup_fd(-1)
-                os.close(wake_r)
-                os.close(wake_w)
-                for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
-                    signal.signal(sig, signal.SIG_DFL)
-                os.environ[SUBTASK_ENV] = subtask.subtask_id
-
-                def ready() -> None:
-                    os.write(w, b"r")
-                    os.close(w)
-
-                code = effector.run_effector(subtask, settings, ready=ready, llms=llms,
-                                             trace=frame.get("trace"))
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                os._exit(code)
-        os.close(w)
-        if sandbox_session.SPARE is not None:      # the child has it now: start the next one
-            sandbox_session.SPARE.detach()
-            new_spare()
-        children[pid] = {"key": key, "fd": r, "t0": t0}
-        ready_fds[r] = pid
-        send_frame(sock, {"ev": "forked", "key": key, "pid": pid})
-
-    def reap() -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            info = children.pop(pid, None)
-            if info is None:
-                continue
-            if info["fd"] in ready_fds:
-                ready_fds.pop(info["fd"], None)
-                os.close(info["fd"])
-            code = os.waitstatus_to_exitcode(status)
-            send_frame(sock, {"ev": "exited", "key": info["key"], "pid": pid,
-                              "code": code if code >= 0 else None,
-                              "signal": -code if code < 0 else None})
-
-    try:
-        while True:
-            readable, _, _ = select.select([sock, wake_r, *ready_fds], [], [], 1.0)
-            for fd_ in readable:
-                if fd_ is sock:
-                    frames = reader.read()
-                    if frames is None:                 # the spawner is gone
-                        for pid in list(children):
-                            _kill_session(pid)
-                        return 0
-                    for frame in frames:
-                        if frame.get("op") == "spawn":
-                            spawn(frame)
-                        elif frame.get("op") == "exit":
-                            return 0
-                elif fd_ == wake_r:
-                    try:
-                        os.read(wake_r, 512)
-                    except BlockingIOError:
-                        pass
-                else:
-                    pid = ready_fds.pop(fd_)
-                    try:
-                        data = os.read(fd_, 16)
-                    except OSError:
-                        data = b""
-                    os.close(fd_)
-                    info = children.get(pid)
-                    if info is not None:
-                        info["fd"] = -1
-                        if data:
-                            send_frame(sock, {"ev": "ready", "key": info["key"], "pid": pid,
-                                              "ms": round((time.monotonic() - info["t0"]) * 1000,
-                                                          2)})
-            reap()
-    finally:
-        for pid in list(children):
-            _kill_session(pid)
-        if sandbox_session.SPARE is not None:
-            sandbox_session.SPARE.close()
-
-
-# ---------------------------------------------------------------------------------------------
-# process helpers
-# ---------------------------------------------------------------------------------------------
-
-def _raise_exit(*_):
-    raise SystemExit(0)
-
-
-def _session_members(sid: int) -> list[int]:
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        try:
-            if os.getsid(pid) == sid:
-                members.append(pid)
-        except OSError:
-            continue
-    return members
-
-
-def _kill_session(sid: int) -> None:
-    """SIGKILL an effector's process group and anything else left in its session (tool
-    processes that started their own process group)."""
-    try:
-        os.killpg(sid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in _session_members(sid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _process_marker(pid: int, home: str) -> str:

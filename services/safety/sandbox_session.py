@@ -179,8 +179,8 @@ class NotStarted(SandboxGone):
 class Session:
     """One long-lived sandbox, then `run` per command. Spawned on a keeper thread that lives as
     long as the sandbox (the kernel's parent-death signal follows the thread that forked), or
-    (`keeper=False`) right here by a single-threaded process that lives longer than it does: the
-    spawner's zygote keeps a spare one that the next effector it forks adopts (`adopt`)."""
+    (`keeper=False`) right here, on a thread that lives as long as the process: a spare effector
+    (services/roles/zygote.py) starts one on its main thread while it waits for its subtask."""
 
     def __init__(self, settings: Settings, *, workspace: str, network: bool,
                  read_roots: list[str], writable: bool, env: dict[str, str],
@@ -199,7 +199,6 @@ class Session:
         self._closed = threading.Event()
         self._lock = threading.Lock()      # one command at a time
         self._keeper: Optional[threading.Thread] = None
-        self._adopted = False              # a child of the zygote, not of this process
         if keeper:
             self._keeper = threading.Thread(target=self._keep, name="sandbox-keeper",
                                             daemon=True)
@@ -218,23 +217,9 @@ class Session:
             (workspace, network, list(read_roots), writable)
 
     def adopt(self, env: dict[str, str]) -> None:
-        """This process (a forked effector) takes the sandbox over, with its own environment."""
+        """The subtask's toolbox takes the spare over, with its own environment."""
         self.env = dict(env, HOME=sandbox.SANDBOX_HOME, TMPDIR="/tmp", PWD=self.workspace)
         self._lock = threading.Lock()
-        self._adopted = True
-
-    def detach(self) -> None:
-        """The zygote's side after the fork: its copies of the pipes closed, the sandbox left
-        to the effector that adopted it (the zygote reaps the process when it ends)."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            for f in (proc.stdin, proc.stdout):
-                try:
-                    f.close()
-                except OSError:
-                    pass
-            proc.returncode = 0          # never waited for here: the zygote's reaper does it
-        self.limits = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _spawn(self) -> None:
@@ -281,13 +266,7 @@ class Session:
         proc = self.proc
         if self._closed.is_set() or self.error or proc is None:
             return False
-        if not self._adopted:
-            return proc.poll() is None
-        try:                                  # not our child: the zygote reaps it when it ends
-            os.kill(proc.pid, 0)
-            return True
-        except OSError:
-            return False
+        return proc.poll() is None
 
     def close(self) -> None:
         self._closed.set()
@@ -312,7 +291,7 @@ class Session:
             try:
                 proc.wait(5)
             except (ChildProcessError, subprocess.TimeoutExpired):
-                pass                             # adopted from the zygote: it reaps it
+                pass
         if self.limits is not None:
             self.limits.cleanup()
             self.limits = None
@@ -378,8 +357,8 @@ class Session:
         return bytes(buf)
 
 
-# The spare sandbox a spawner's zygote keeps ready for the next effector it forks (services/
-# roles/spawner.py); the effector's toolbox adopts it when its workspace and network match.
+# The sandbox a spare effector starts before its subtask comes (services/roles/zygote.py); the
+# subtask's toolbox adopts it when its workspace and network match.
 SPARE: Optional[Session] = None
 
 

@@ -193,9 +193,9 @@ class Toolbox:
 
     @classmethod
     def spare(cls, settings: Settings) -> Optional["sandbox_session.Session"]:
-        """A sandbox for the next attempt, started now by a long-lived single-threaded process
-        (the spawner's zygote), for an effector forked from it to adopt: None where there is
-        no bubblewrap or reuse is off."""
+        """A sandbox for the next attempt, started now on the calling thread (a spare effector's
+        main thread, which lives as long as it does), for the subtask's toolbox to adopt: None
+        where there is no bubblewrap or reuse is off."""
         tb = cls(settings)
         if tb.sandbox.mode != "bubblewrap" or not sandbox_session.usable(settings):
             return None
