@@ -160,11 +160,18 @@ def test_auditor_publishes_nothing_but_its_heartbeat(world):
             assert mid["trigger"] == "on_demand"
     for _ in range(sent):
         assert acks.acquire(timeout=20), "a work message was not acknowledged"
-    rep = request_report(settings, timeout=3.0)
+
+    def worsening(report: dict) -> list[dict]:
+        return [c for c in report["convergence_failures"] if c["task"].startswith(task)]
+
+    # the consumers' acks say their copies arrived; the auditor's own copies travel on its own
+    # pipe from the proxy and may still be on the way: the report converges on all 20
+    rep = wait_until(lambda: (r := request_report(settings, timeout=3.0)) and
+                     len(worsening(r)) >= 20 and r, 15, "the burst's 20 rounds in the report")
     ours = [v for v in rep["boundary_violations"] if v["task"].startswith(task)]
     assert ours == [], ours                       # legitimate traffic is not a violation
-    worsening = [c for c in rep["convergence_failures"] if c["task"].startswith(task)]
-    assert len(worsening) == 20 and all(c["kind"] == "worsening_gap" for c in worsening)
+    assert len(worsening(rep)) == 20 and all(c["kind"] == "worsening_gap"
+                                             for c in worsening(rep))
     # the tap's log, until the auditor has heartbeated twice since the burst ended
     node = rep["auditor"]["node"]
     burst_end = rep["window_end"]
@@ -193,7 +200,7 @@ def test_missing_role_reported_then_recovered(world):
         "the tap's recovery")
     ep = next(m for m in rep["missing_roles"] if m["role"] == "tap")
     assert ep["restarted"] and ep["silent_s"] >= 1.5
-    assert rep["role_stats"]["tap"]["restarts"] >= 1
+    assert rep["role_stats"]["tap"]["restarts"] >= 1, rep["role_stats"].get("tap")
     # still exactly one chain: the restarted tap continued it
     from auditor.log import verify
     assert verify(log_dir(settings)).ok
