@@ -258,6 +258,7 @@ class Limits:
         if not self.cgroup:
             return
         deadline = time.monotonic() + 5.0
+        pause = 0.001
         while time.monotonic() < deadline:
             try:
                 os.rmdir(self.cgroup)
@@ -266,7 +267,8 @@ class Limits:
                 break
             except OSError:
                 self.kill_all()
-                time.sleep(0.02)     # the kernel reaps killed processes asynchronously
+                time.sleep(pause)    # the kernel reaps killed processes asynchronously: most
+                pause = min(pause * 2, 0.05)   # are gone within a millisecond or two
         self.cgroup = ""
 
 
