@@ -49,6 +49,7 @@ class Request:
     task: str
     body: dict
     ts: float = field(default_factory=time.time)
+    peer: tuple = ()              # the client's (address, port): one per connection
 
     @property
     def messages(self) -> list[dict]:
@@ -184,7 +185,8 @@ class ScriptedLLM:
                     self._send(400, {"error": {"message": "invalid JSON body"}})
                     return
                 req = Request(self.headers.get("X-Artoo-Role", "unknown"),
-                              self.headers.get("X-Artoo-Task", "-"), body)
+                              self.headers.get("X-Artoo-Task", "-"), body,
+                              peer=tuple(self.client_address))
                 with owner._lock:
                     owner.requests.append(req)
                 try:

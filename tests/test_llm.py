@@ -65,6 +65,18 @@ def test_tier_fallback_and_normalisation():
     assert tool.model == "small" and tool.api_key == "k"
 
 
+def test_the_roles_of_one_process_share_a_connection_per_endpoint(client, llm_server):
+    """An effector's executor, validator and checker (and any two roles of one process) call the
+    same endpoint over one kept-alive connection, not one each."""
+    from protocol.settings import load_settings
+    other = LLMClient.for_role("agentval", load_settings())
+    for role, c in (("planner", client), ("agentval", other), ("planner", client)):
+        llm_server.add(role, "ok")
+        assert c.complete_text("sys", "user") == "ok"
+    assert len(llm_server.requests) == 3
+    assert len({r.peer for r in llm_server.requests}) == 1
+
+
 def test_json_with_prose_and_schema_requested(client, llm_server):
     llm_server.add("planner", 'Here you go:\n```json\n{"steps": ["ls"], "done": true}\n```')
     plan = client.complete_json(Plan, "sys", "user", task_id="run-1")
