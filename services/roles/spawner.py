@@ -43,7 +43,7 @@ from protocol.settings import Settings
 from services.runtime import journal, telemetry
 from services.runtime.daemon import REPO_ROOT
 from services.safety.tools import SETPRIV, die_with_parent
-from .zygote import MARKER_ENV, FrameReader, _kill_session, send_frame, zygote_main
+from .zygote import MARKER_ENV, FrameReader, kill_session, send_frame, zygote_main
 
 log = logging.getLogger("artoo.spawner")
 
@@ -297,7 +297,7 @@ class Spawner:
             procs = []
             for _, pid in victims:
                 if pid:
-                    _kill_session(pid)
+                    kill_session(pid)
                     try:
                         procs.append(psutil.Process(pid))
                     except psutil.NoSuchProcess:
@@ -314,7 +314,7 @@ class Spawner:
             if ev == "forked":
                 eff.pid = frame["pid"]
                 if eff.kill_reason:                      # cancelled while being forked
-                    _kill_session(eff.pid)
+                    kill_session(eff.pid)
             elif ev == "ready":
                 eff.ready = True
                 eff.spawn_ms = round((time.monotonic() - eff.requested) * 1000, 2)
@@ -340,7 +340,7 @@ class Spawner:
             if eff is None:
                 return
             if eff.pid:
-                _kill_session(eff.pid)                 # tool processes left in its session
+                kill_session(eff.pid)                 # tool processes left in its session
             reason = eff.kill_reason or reason or EXIT_REASONS.get(code, "crashed")
             if not eff.ready:                          # it never came up: the spawn failed
                 eff.span.error(f"effector {reason} before it was ready")
@@ -370,7 +370,7 @@ class Spawner:
         if eff.kill_reason is None:
             eff.kill_reason = reason
         if eff.pid:
-            _kill_session(eff.pid)
+            kill_session(eff.pid)
 
     def on_cancel(self, env, msg: TaskCancel) -> None:
         with self.lock:

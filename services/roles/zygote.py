@@ -285,7 +285,7 @@ def zygote_main(fd: int) -> int:
             reap()
     finally:
         for pid in list(children):
-            _kill_session(pid)
+            kill_session(pid)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,7 +310,7 @@ def _session_members(sid: int) -> list[int]:
     return members
 
 
-def _kill_session(sid: int) -> None:
+def kill_session(sid: int) -> None:
     """SIGKILL an effector's process group and anything else left in its session (tool
     processes that started their own process group)."""
     try:
