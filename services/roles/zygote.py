@@ -8,9 +8,9 @@ bus subscriptions are live) and exit over its socketpair with the spawner.
 The spare: one effector is forked *ahead* of its subtask. While it waits it starts the attempt's
 sandbox and connects to the bus (the handshake through the proxy), so neither is on a subtask's
 path; a spawn request hands it the subtask over its own socketpair, it registers the subtask's
-handlers (one more handshake) and runs. The next spare is forked at once. Without a spare (it
-died, or this is the zygote's first moment) the effector is forked on request, as before.
-Each effector, spare or not, runs exactly one subtask and exits.
+handlers (none needs a handshake: effector.py) and runs. The next spare is forked once the spawn
+requests read so far are served: the rest of a burst is forked on request, as is a subtask that
+finds no spare (one died waiting). Each effector, spare or not, runs exactly one subtask and exits.
 """
 from __future__ import annotations
 
@@ -219,7 +219,7 @@ def zygote_main(fd: int) -> int:
         children[pid] = {"key": key, "fd": r, "t0": t0}
         ready_fds[r] = pid
         send_frame(sock, {"ev": "forked", "key": key, "pid": pid})
-        new_spare()
+        want_spare[0] = True
 
     def reap() -> None:
         while True:
@@ -249,9 +249,15 @@ def zygote_main(fd: int) -> int:
                               "code": code if code >= 0 else None,
                               "signal": -code if code < 0 else None})
 
-    new_spare()
+    want_spare = [True]      # after start and after each spawn; not after a spare died waiting
     try:
         while True:
+            if want_spare[0] and not spare:
+                # once the frames read so far are served: a burst of spawns is forked on request
+                # (each effector then starts its sandbox beside its bus connection), not handed
+                # one by one to spares that are still starting both in turn
+                want_spare[0] = False
+                new_spare()
             readable, _, _ = select.select([sock, wake_r, *ready_fds], [], [], 1.0)
             for fd_ in readable:
                 if fd_ is sock:
