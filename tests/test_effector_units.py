@@ -598,3 +598,30 @@ def test_a_correction_that_asks_for_a_program_gets_the_program_form(settings, to
     assert "Reply with your first COMMAND:." in first_prompt("use another approach")
     assert "Reply with your first PYTHON: program." in first_prompt(
         "write the result into a.md (in a PYTHON: program, open('a.md', 'w').write(...))")
+
+
+def test_a_spare_that_cannot_reach_the_bus_waits_without_a_client(settings):
+    """`connect_early` (a spare effector's wait): with no proxy to answer, it gives up after the
+    ready time-out and returns None — the subtask then connects on its own, as without a spare —
+    and still leaves the attempt's sandbox started for the toolbox to adopt."""
+    from services.roles import effector
+    from services.safety import sandbox, sandbox_session
+    quick = replace(settings, ready_timeout_s=0.5)
+    sandbox_session.SPARE = None
+    try:
+        assert effector.connect_early(quick) is None
+        spare = sandbox_session.SPARE
+        if sandbox.status(quick).mode == "bubblewrap" and sandbox_session.usable(quick):
+            assert spare is not None and not spare.error
+            box = Toolbox(quick)
+            box.prewarm()
+            assert box._session(box.network, True) is spare      # adopted, not a second one
+            out = box.run("shell", {"command": "basename $PWD"})
+            assert out.output.strip() == quick.workspace.name and spare.spawn_ms > 0
+            box.close()
+        else:
+            assert spare is None
+    finally:
+        if sandbox_session.SPARE is not None:
+            sandbox_session.SPARE.close()
+        sandbox_session.SPARE = None
