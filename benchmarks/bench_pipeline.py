@@ -140,6 +140,19 @@ def llm_floor(settings, n: int) -> list[float]:
     return out
 
 
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) core-seconds of the whole machine so far (/proc/stat; zeros elsewhere): the
+    sequential tasks' CPU, every process of the daemon and the forked effectors included."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = ticks[3] + ticks[4]                  # idle + iowait
+    return (sum(ticks) - idle) / hz, sum(ticks) / hz
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=50)
@@ -178,7 +191,9 @@ def main() -> int:
             sub = Submitter(settings)
             for i in range(3):                                   # warm-up (imports, caches)
                 sub.run(f"run-warm-{i}")
+            cpu0 = machine_cpu()
             latencies = [sub.run(f"run-seq-{i}") for i in range(args.tasks)]
+            cpu1 = machine_cpu()
             floor = llm_floor(settings, min(args.tasks, 20))
 
             ids = [f"run-par-{i}" for i in range(args.throughput_tasks)]
@@ -227,6 +242,8 @@ def main() -> int:
         "errors": errors[:5], "target_p50_ms": 150, "meets_target": p50 <= 150,
         "stages_p50_ms": {label: ms for label, _owner, ms in stages},
         "load_average": [round(x, 2) for x in os.getloadavg()],
+        "cpu_busy_per_task_core_ms": round((cpu1[0] - cpu0[0]) * 1000 / args.tasks, 1),
+        "cpu_total_per_task_core_ms": round((cpu1[1] - cpu0[1]) * 1000 / args.tasks, 1),
         "tracing": args.tracing,
         "spans_received": len(receiver.spans) if receiver is not None else 0,
     }
@@ -244,6 +261,8 @@ def main() -> int:
         print("where the time goes (p50 of each stage, first arrival seen by the client):")
         for label, owner, ms in stages:
             print(f"  {label:<42} {ms:7.1f} ms  [{owner}]")
+        print(f"machine CPU busy per sequential task: {figures['cpu_busy_per_task_core_ms']} of "
+              f"{figures['cpu_total_per_task_core_ms']} core-ms the cores had in its time")
         print(f"load average at the end: {figures['load_average']}")
         print(f"throughput, {args.concurrency} tasks in flight: {args.throughput_tasks} tasks in "
               f"{wall:.1f} s = {figures['tasks_per_minute']} tasks/minute"
