@@ -625,3 +625,23 @@ def test_a_spare_that_cannot_reach_the_bus_waits_without_a_client(settings):
         if sandbox_session.SPARE is not None:
             sandbox_session.SPARE.close()
         sandbox_session.SPARE = None
+
+
+def test_the_tool_journal_syncs_before_a_side_effect_and_nowhere_else(settings, monkeypatch):
+    """`started` reaches the disk before the call runs, and with it the `before` picture written
+    ahead of it (one file); `finished` is left to the page cache (a killed process loses none of
+    it, and a lost one reads as started-not-finished, which the re-run handles)."""
+    import json
+    from services.runtime import journal as journal_mod
+    synced: list[int] = []
+    monkeypatch.setattr(journal_mod.os, "fsync", lambda fd: synced.append(fd))
+    j = journal_mod.ToolJournal(settings, "run-sync", "st-1")
+    j.record_before({}, "")
+    assert synced == []
+    j.started("1:1:x", "shell", {"command": "ls"}, "d0")
+    assert len(synced) == 1
+    j.finished("1:1:x", "out", None)
+    assert len(synced) == 1
+    with open(j.path, encoding="utf-8") as fh:
+        states = [json.loads(line)["state"] for line in fh]
+    assert states == ["before", "started", "finished"]

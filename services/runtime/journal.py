@@ -67,20 +67,27 @@ class ToolJournal:
         """The record an earlier process left for this call (its last state), if any."""
         return self.prior.get(key)
 
-    def _append(self, rec: dict[str, Any]) -> None:
+    def _append(self, rec: dict[str, Any], durable: bool = False) -> None:
+        """Append one record. A killed process loses nothing it wrote (the page cache outlives
+        it); `durable` also puts the file on disk before returning, for a host that dies too —
+        and with it every record written before (one file), so only `started` needs it."""
         rec = {**rec, "by": INCARNATION, "ts": time.time(), "deadline_at": self.deadline_at}
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
-                f.flush()
-                os.fsync(f.fileno())      # the record must be on disk before the side effect
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
         except OSError as exc:            # recovery aid: never take the effector down
             log.warning("could not write tool journal %s: %s", self.path, exc)
 
     def started(self, key: str, tool: str, args: dict, digest: str) -> None:
+        """On disk before the side effect (with the `before` picture written ahead of it). Its
+        `finished` is not synced: lost with a dead host, the call reads as started and never
+        finished, which the digest check above handles without running it blindly."""
         self._append({"key": key, "state": "started", "tool": tool, "args": args,
-                      "digest": digest})
+                      "digest": digest}, durable=True)
 
     def finished(self, key: str, output: str, error: Optional[str], target: str = "",
                  **extra: Any) -> None:
@@ -97,6 +104,7 @@ class ToolJournal:
         return self.prior.get(self.BEFORE)
 
     def record_before(self, snapshot: dict[str, list], copy_dir: str) -> None:
+        """Written before the first tool call, whose `started` record syncs it too."""
         self._append({"key": self.BEFORE, "state": "before", "snapshot": snapshot,
                       "dir": copy_dir})
 
