@@ -35,7 +35,7 @@ from services.runtime import tasklog, telemetry
 from services.safety import law1, referents, sandbox_session
 from .agentval import AgentValidator, Judgement
 from .executor import Executor
-from services.runtime.llm import Budgeted, CallBudget, LLMClient, LLMError
+from services.runtime.llm import Budgeted, CallBudget, LLMClient
 from services.runtime.journal import ToolJournal
 from services.runtime.role import transition_publisher
 from services.safety.mcpclient import McpHub

@@ -173,11 +173,10 @@ def zygote_main(fd: int) -> int:
         os.close(w)
         return pid, r
 
-    def run_subtask(frame: dict, ready, client=None) -> int:
-        subtask = _SubTask.model_validate(frame["subtask"])
+    def run_subtask(subtask, trace, ready, client=None) -> int:
         os.environ[SUBTASK_ENV] = subtask.subtask_id
-        return effector.run_effector(subtask, settings, ready=ready, llms=llms,
-                                     trace=frame.get("trace"), client=client)
+        return effector.run_effector(subtask, settings, ready=ready, llms=llms, trace=trace,
+                                     client=client)
 
     def new_spare() -> None:
         conn, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -188,8 +187,9 @@ def zygote_main(fd: int) -> int:
             frame = FrameReader(theirs).next()
             if frame is None:                      # the zygote is going: nothing to do
                 return 0
-            theirs.close()
-            return run_subtask(frame, ready, client)
+            theirs.close()                         # checked by the zygote; sent as JSON
+            return run_subtask(_SubTask.model_validate(frame["subtask"]), frame.get("trace"),
+                               ready, client)
 
         pid, r = fork_effector(wait_for_subtask)
         theirs.close()
@@ -199,7 +199,7 @@ def zygote_main(fd: int) -> int:
     def spawn(frame: dict) -> None:
         key = frame["key"]
         try:
-            _SubTask.model_validate(frame["subtask"])
+            subtask = _SubTask.model_validate(frame["subtask"])
         except Exception as exc:
             send_frame(sock, {"ev": "error", "key": key, "error": f"invalid subtask: {exc}"})
             return
@@ -215,7 +215,7 @@ def zygote_main(fd: int) -> int:
                 os.close(r)
             conn.close()
         if pid is None:
-            pid, r = fork_effector(lambda ready: run_subtask(frame, ready))
+            pid, r = fork_effector(lambda ready: run_subtask(subtask, frame.get("trace"), ready))
         children[pid] = {"key": key, "fd": r, "t0": t0}
         ready_fds[r] = pid
         send_frame(sock, {"ev": "forked", "key": key, "pid": pid})
