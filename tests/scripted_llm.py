@@ -111,6 +111,7 @@ class ScriptedLLM:
         self._default = default
         self._lock = threading.Lock()
         self.requests: list[Request] = []
+        self.gets: list[tuple[str, tuple]] = []   # (path, the client's address): GET requests
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -171,6 +172,8 @@ class ScriptedLLM:
                 pass
 
             def do_GET(self):
+                with owner._lock:
+                    owner.gets.append((self.path, tuple(self.client_address)))
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": "scripted-model",
                                                                   "object": "model"}]})

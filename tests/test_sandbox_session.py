@@ -164,3 +164,33 @@ def test_a_command_and_its_environment_reach_the_server_byte_for_byte(box):
     assert server_pid(box) == pid
     with pytest.raises(ValueError, match="null byte"):
         sandbox_session.encode_request("echo a\0b", 1.0, "/", {})
+
+
+def test_the_commands_path_chooses_the_shell_as_execvpe_would(box):
+    """The server walks the command's PATH itself (os.execvpe imports `warnings` in every
+    forked child, ~1 ms per command): the first executable `bash` on that PATH runs, an entry
+    without one (or with one that cannot run) is passed over, and a shell that appears between
+    two commands is found by the second."""
+    session = box._session(box.network, True)
+    assert session.ready.wait(30) and not session.error, session.error
+    ws = box.workspace
+    for d in ("none", "noexec", "fake"):
+        os.makedirs(os.path.join(ws, d))
+    with open(os.path.join(ws, "noexec", "bash"), "w") as f:
+        f.write("#!/bin/sh\necho must not run\n")
+    session.env["PATH"] = f"{ws}/none:{ws}/noexec:{ws}/fake:" + session.env.get(
+        "PATH", "/usr/bin:/bin")
+
+    def run() -> str:
+        chunks: list[bytes] = []
+        code, _ = session.run("echo real", 10, chunks.append)
+        return f"{code} " + b"".join(chunks).decode()
+
+    assert run() == "0 real\n"
+    fake = os.path.join(ws, "fake", "bash")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho fake shell\n")
+    os.chmod(fake, 0o755)
+    assert run() == "0 fake shell\n"
+    session.env["PATH"] = f"{ws}/none"
+    assert run().startswith("127 ")                  # no shell on the PATH: as execvpe fails

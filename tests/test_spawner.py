@@ -57,6 +57,15 @@ def wait_for_process(pred, timeout: float = 20.0) -> psutil.Process:
     raise TimeoutError("process did not appear")
 
 
+def wait_for(value, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while not (found := value()):
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met")
+        time.sleep(0.05)
+    return found
+
+
 def tool_process(subtask_id: str, word: str):
     def pred(proc):
         return word in (proc.info["cmdline"] or []) and \
@@ -198,12 +207,17 @@ def test_each_effector_is_forked_and_on_the_bus_before_its_subtask(h):
 
     spare = waiting_effector()
     h.seen.wait("Hello", lambda m: m.node.startswith(f"effector-{spare.pid}-"))
+    # ... and readies its first model call: its own connection, opened with GET /models
+    opened = wait_for(lambda: {peer for path, peer in h.llm.gets if path.endswith("/models")} &
+                      {tuple(c.laddr) for c in spare.net_connections("tcp")})
     st = h.subtask("run by the spare", ["done"])
     scripted(h, st, "spare")
     h.place(st, spawner=node)
     started = h.seen.wait("EffectorStarted", lambda m: m.subtask_id == st.subtask_id)[0]
     assert started.pid == spare.pid
     assert h.outcome(st).status == "matched"
+    first = h.llm.filter(role="executor", task=st.parent_task_id)[0]
+    assert first.peer in opened                   # the subtask's first call: that connection
     following = waiting_effector(exclude=(spare.pid,))
     following.kill()
     psutil.wait_procs([following], timeout=10)           # gone, and reaped by the zygote

@@ -31,7 +31,7 @@ from protocol.messages import (CorrectionSignal, CriterionVerdict, ExecutionResu
                                SubTaskOutcome)
 from protocol.settings import Settings, load_settings, workspace_problem
 
-from services.runtime import tasklog, telemetry
+from services.runtime import llm, tasklog, telemetry
 from services.safety import law1, referents, sandbox_session
 from .agentval import AgentValidator, Judgement
 from .executor import Executor
@@ -227,7 +227,6 @@ def warm_schemas() -> None:
     """Build the JSON schemas R3 and R4a send with every call (llm._schema_for caches them per
     process) before the zygote forks: each forked effector otherwise rebuilds them on its first
     call, on the subtask's path."""
-    from services.runtime import llm
     from .agentval import ValidatorReply
     from .executor import ExecutorStep
     for model in (ExecutorStep, ValidatorReply):
@@ -353,18 +352,21 @@ def _new_client(settings: Settings) -> BusClient:
 
 def connect_early(settings: Settings) -> BusClient | None:
     """What a spare effector (forked by the zygote before its subtask) does while it waits: it
-    starts the attempt's sandbox and connects to the bus, so neither is on the subtask's path.
-    None if the bus does not answer: the subtask then connects on its own, as without a spare."""
+    starts the attempt's sandbox, connects to the bus and readies its first model call
+    (`llm.warm_fork`), so none of them is on the subtask's path. None if the bus does not
+    answer: the subtask then connects on its own, as without a spare."""
     try:
         sandbox_session.SPARE = Toolbox.spare(settings)   # adopted if the workspace matches
     except Exception as exc:  # noqa: BLE001 - the toolbox starts its own then
         log.warning("no spare sandbox: %s", exc)
     client = _new_client(settings)
     try:
-        return client.start()
+        client.start()
     except Exception as exc:  # noqa: BLE001 - e.g. the bus not up yet: connect later
         log.warning("spare effector not connected: %s", exc)
-        return None
+        client = None
+    llm.warm_fork(preconnect=settings.llm_preconnect)
+    return client
 
 
 def discover_mcp(hub: McpHub, settings: Settings, task_id: str, sid: str) -> None:

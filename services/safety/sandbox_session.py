@@ -111,7 +111,13 @@ while True:
             for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD):
                 signal.signal(s, signal.SIG_DFL)
             os.chdir(req["cwd"])
-            os.execvpe("bash", [*BASH_C, req["cmd"]], req["env"])
+            # os.execvpe's own walk, without the `warnings` import it makes each time (~1 ms)
+            argv, env = [*BASH_C, req["cmd"]], req["env"]
+            for d in env.get("PATH", "/bin:/usr/bin").split(":"):
+                try:
+                    os.execve((d or ".") + "/" + BASH_C[0], argv, env)
+                except OSError:
+                    pass
         finally:
             os._exit(127)
     os.close(w)
