@@ -365,7 +365,8 @@ def connect_early(settings: Settings) -> BusClient | None:
     except Exception as exc:  # noqa: BLE001 - e.g. the bus not up yet: connect later
         log.warning("spare effector not connected: %s", exc)
         client = None
-    llm.warm_fork(preconnect=settings.llm_preconnect)
+    if settings.llm_preconnect:
+        llm.warm_fork()
     return client
 
 
