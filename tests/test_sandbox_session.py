@@ -4,12 +4,10 @@ limits and time-out of a one-shot sandbox; nothing of a command outlives it."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import uuid
 
 import psutil
@@ -197,54 +195,3 @@ def test_the_commands_path_chooses_the_shell_as_execvpe_would(box):
     session.env["PATH"] = f"{ws}/none"
     assert run().startswith("127 ")                  # no shell on the PATH: as execvpe fails
 
-
-SPARE_OWNER = r'''
-import json, os, subprocess, sys, threading
-started = []
-_init = subprocess.Popen.__init__
-def _record(self, args, *a, **k):
-    started.append(os.path.basename(args[0]))
-    _init(self, args, *a, **k)
-subprocess.Popen.__init__ = _record
-from protocol.settings import load_settings
-from services.safety.tools import Toolbox
-settings = load_settings()
-settings.ensure_dirs()
-assert threading.active_count() == 1
-session = Toolbox.spare(settings)
-session._await_ready()
-chunks = []
-code, _ = session.run("head -c 5000000 /dev/zero > big.bin; echo ran", 10, chunks.append)
-print(json.dumps({"pid": session.proc.pid, "cgroup": session.limits.cgroup, "code": code,
-                  "started": started,
-                  "out": b"".join(chunks).decode()}), flush=True)
-sys.stdin.read()                                   # until the test kills us
-'''
-
-
-def test_a_spare_sandbox_is_started_by_its_owner_without_the_helper_programs(box, tmp_path):
-    """A single-threaded owner (a spare effector's main thread) execs bubblewrap directly: the
-    forked child arms the parent-death signal, checks its owner and sets the limits itself
-    (setpriv, sh, prlimit and sh are not run), and the sandbox keeps the file-size limit, joins
-    its pids cgroup and dies with its owner."""
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
-    owner = subprocess.Popen([sys.executable, "-c", SPARE_OWNER], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        report = json.loads(owner.stdout.readline())
-        sandbox_proc = psutil.Process(report["pid"])
-        assert report["started"][-1:] == ["bwrap"]       # not setpriv, sh or prlimit
-        assert sandbox_proc.ppid() == owner.pid and sandbox_proc.name() == "bwrap"
-        assert report["code"] == 0 and report["out"].endswith("ran\n")
-        assert "File size limit exceeded" in report["out"]
-        assert os.path.getsize(os.path.join(box.workspace, "big.bin")) <= 1 << 20
-        if report["cgroup"]:
-            with open(os.path.join(report["cgroup"], "cgroup.procs")) as f:
-                assert str(report["pid"]) in f.read().split()
-        inside = sandbox_proc.children(recursive=True)
-        assert inside                                   # the command server
-    finally:
-        owner.kill()
-        owner.wait(10)
-    gone, alive = psutil.wait_procs([sandbox_proc, *inside], timeout=10)
-    assert not alive

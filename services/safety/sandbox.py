@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -29,7 +28,6 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from protocol.settings import Settings
 
@@ -241,26 +239,6 @@ class Limits:
         if self.cgroup:
             out += ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.cgroup]
         return out
-
-    def in_child(self) -> "Callable[[], None]":
-        """What `prefix()` does, for a forked child to do to itself before it execs (a
-        single-threaded parent's `preexec_fn`): the same limits, the same cgroup. Everything
-        that reads the system (the user's process count) is done here, in the parent."""
-        fsize = (self.max_file, self.max_file)
-        nproc = None if self.cgroup else (self.max_procs + _user_processes(),) * 2
-        procs = os.path.join(self.cgroup, "cgroup.procs") if self.cgroup else ""
-
-        def child() -> None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, fsize)
-            if nproc is not None:
-                resource.setrlimit(resource.RLIMIT_NPROC, nproc)
-            if procs:
-                fd = os.open(procs, os.O_WRONLY)
-                try:
-                    os.write(fd, str(os.getpid()).encode())
-                finally:
-                    os.close(fd)
-        return child
 
     def kill_all(self) -> None:
         if not self.cgroup:

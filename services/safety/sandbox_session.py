@@ -191,14 +191,12 @@ class Session:
 
     def __init__(self, settings: Settings, *, workspace: str, network: bool,
                  read_roots: list[str], writable: bool, env: dict[str, str],
-                 wrap: Callable[[list[str]], list[str]], keeper: bool = True,
-                 start_in_child: Optional[Callable[["sandbox.Limits"], Callable[[], None]]] = None):
+                 wrap: Callable[[list[str]], list[str]], keeper: bool = True):
         self.settings = settings
         self.workspace = workspace
         self.network, self.read_roots, self.writable = network, list(read_roots), writable
         self.env = dict(env, HOME=sandbox.SANDBOX_HOME, TMPDIR="/tmp", PWD=workspace)
         self._wrap = wrap
-        self._start_in_child = start_in_child
         self.proc: Optional[subprocess.Popen] = None
         self.limits: Optional[sandbox.Limits] = None
         self.ready = threading.Event()
@@ -239,15 +237,10 @@ class Session:
         # the same namespace, with the server (PID 1) where `bash -c command` was
         cut = argv.index("--")
         argv = argv[:cut] + ["--as-pid-1", "--", SERVER_PYTHON, "-I", "-S", "-c", SERVER]
-        preexec = None
-        if self._start_in_child is not None and threading.active_count() == 1:
-            preexec = self._start_in_child(self.limits)   # bubblewrap exec'd at once
-        else:
-            argv = self._wrap(self.limits.prefix() + argv)
-        self.proc = subprocess.Popen(argv, cwd=self.workspace, stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(self._wrap(self.limits.prefix() + argv),
+                                     cwd=self.workspace, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=self.env, process_group=0, close_fds=True, bufsize=0,
-                                     preexec_fn=preexec)
+                                     env=self.env, process_group=0, close_fds=True, bufsize=0)
 
     def _await_ready(self) -> None:
         """Read the server's first frame (once; under the command lock)."""

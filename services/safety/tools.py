@@ -201,8 +201,7 @@ class Toolbox:
             return None
         return sandbox_session.Session(settings, workspace=tb.workspace, network=tb.network,
                                        read_roots=tb.read_roots, writable=True, env=tb._env(),
-                                       wrap=_with_pdeathsig, keeper=False,
-                                       start_in_child=_start_in_child)
+                                       wrap=_with_pdeathsig, keeper=False)
 
     def _run_in_session(self, command: str, network: bool, writable: bool
                         ) -> tuple[str, int, bool] | None:
@@ -688,20 +687,6 @@ def _walk_files(base: str, glob: Any):
 # for, so the next link goes on only while its parent is still the owner (else an orphaned
 # sandbox would wait forever on a setup nobody finishes).
 _OWNER_ALIVE = '[ "$PPID" = "$0" ] && exec "$@"; exit 125'
-
-
-def _start_in_child(limits: sandbox.Limits) -> Callable[[], None]:
-    """`_with_pdeathsig` and `Limits.prefix` done by the forked child itself before it execs
-    bubblewrap, four programs (setpriv, sh, prlimit, sh: ~3 ms of CPU) fewer per sandbox: only
-    for a single-threaded parent (a spare effector's main thread), where a `preexec_fn` is safe."""
-    owner, limit = os.getpid(), limits.in_child()
-
-    def child() -> None:
-        die_with_parent(signal.SIGKILL)
-        if os.getppid() != owner:                # the owner died before the signal was armed
-            os._exit(125)
-        limit()
-    return child
 
 
 def _with_pdeathsig(argv: list[str]) -> list[str]:
