@@ -47,23 +47,18 @@ def processes_with(pred) -> list[psutil.Process]:
     return found
 
 
-def wait_for_process(pred, timeout: float = 20.0) -> psutil.Process:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = processes_with(pred)
-        if found:
-            return found[0]
-        time.sleep(0.05)
-    raise TimeoutError("process did not appear")
-
-
 def wait_for(value, timeout: float = 20.0):
+    """The first truthy `value()`, polled until `timeout`."""
     deadline = time.monotonic() + timeout
     while not (found := value()):
         if time.monotonic() > deadline:
             raise TimeoutError("condition not met")
         time.sleep(0.05)
     return found
+
+
+def wait_for_process(pred, timeout: float = 20.0) -> psutil.Process:
+    return wait_for(lambda: processes_with(pred), timeout)[0]
 
 
 def tool_process(subtask_id: str, word: str):

@@ -298,9 +298,9 @@ def warm_fork(timeout_s: float = 2.0) -> None:
     client for, through the SDK's own request path, which leaves a kept-alive connection in the
     pool for the first call (a TLS handshake, with a remote endpoint) and copies from the
     zygote now the pages that path touches. Measured in a forked child against the scripted
-    server: the first call 6.0 ms of CPU and 6.7 ms of wall time without it, 2.3 and 2.6 after
-    it (the GET 4.2 ms of CPU, off the subtask's path). Errors are ignored: the call then opens
-    its own connection as before."""
+    server: the first call ~6–7 ms of CPU and of wall time without it, ~2–3 after it (the GET
+    4–6 ms of CPU, off the subtask's path). Errors are ignored: the call then opens its own
+    connection as before."""
     with _SDKS_LOCK:
         sdks = list(_SDKS.values())
     for sdk in sdks:
