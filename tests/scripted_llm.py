@@ -39,6 +39,16 @@ class Delay:
 
 
 @dataclass
+class Gate:
+    """Hold the answer (`then`) until `until(llm)` holds, checked as each request arrives, or
+    `timeout` passes; `opened` says which (a test of what two calls overlap)."""
+    until: Callable[["ScriptedLLM"], bool]
+    then: Any = ""
+    timeout: float = 20.0
+    opened: bool = False
+
+
+@dataclass
 class Drop:
     """Close the connection without answering (a transport error for the client)."""
 
@@ -109,7 +119,8 @@ class ScriptedLLM:
         self._queues: dict[tuple[str, str | None], deque] = defaultdict(deque)
         self._responders: dict[str, Responder] = {}
         self._default = default
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._arrived = threading.Condition(self._lock)   # notified as each request arrives
         self.requests: list[Request] = []
         self.gets: list[tuple[str, tuple]] = []   # (path, the client's address): GET requests
         self._server: ThreadingHTTPServer | None = None
@@ -190,13 +201,19 @@ class ScriptedLLM:
                 req = Request(self.headers.get("X-Artoo-Role", "unknown"),
                               self.headers.get("X-Artoo-Task", "-"), body,
                               peer=tuple(self.client_address))
-                with owner._lock:
+                with owner._arrived:
                     owner.requests.append(req)
+                    owner._arrived.notify_all()
                 try:
                     reply = owner._next_reply(req)
                 except Exception as exc:  # a broken responder is a test bug: make it loud
                     self._send(500, {"error": {"message": f"responder failed: {exc!r}"}})
                     return
+                if isinstance(reply, Gate):
+                    with owner._arrived:
+                        reply.opened = owner._arrived.wait_for(lambda: reply.until(owner),
+                                                               reply.timeout)
+                    reply = reply.then
                 while isinstance(reply, Delay):
                     time.sleep(reply.seconds)
                     reply = reply.then

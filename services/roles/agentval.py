@@ -42,6 +42,7 @@ from services.safety.tools import head_tail
 from services.safety import evidence as values
 from services.safety import referents
 from . import rounds
+from .confirm import derive_ahead
 from .law0report import conceal_checks
 from .verifier import Law0Report, Verifier, answer_text
 
@@ -202,6 +203,8 @@ class AgentValidator:
         infra_error = ""
         # failed → failed outcome, no scoring call; on the bundled model code alone decides
         if result.status not in ("failed", "not_possible") and not self.code_only:
+            if self.verifier is not None:
+                derive_ahead(self.verifier)     # the checker's first derivation, meanwhile
             try:
                 reply = self.llm.complete_json(ValidatorReply, _SYSTEM,
                                                self.user_prompt(result), task_id=self.task_id)

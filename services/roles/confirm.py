@@ -3,8 +3,11 @@ other form that agrees; what a second check that crashed, derived nothing, or de
 else means. Functions of the Verifier (`self`), kept apart to keep verifier.py readable."""
 from __future__ import annotations
 
+import contextvars
 import json
 import os
+import threading
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from protocol.messages import ToolCallRecord
@@ -26,11 +29,47 @@ def crashed(check: "DerivedCheck") -> bool:
     return not check.available and bool(check.command) and "budget" not in check.why_unavailable
 
 
+def derive_ahead(self) -> None:
+    """Start the first derivation on a thread of its own, beside R4a's scoring call. It reads
+    only the goal and the copy of the workspace taken before the work (`before_dir`), never the
+    result, so it need not wait for the scoring: on an attempt that passes it, the two model
+    calls overlap instead of following each other (a model round trip off every checked
+    subtask). Once per subtask; not without the before-copy (the live workspace would then be
+    read while the work may still change it), nor on the bundled model, which answers one
+    request at a time. What it costs: on a subtask none of whose attempts reaches the check,
+    one derivation call made for nothing."""
+    if self.derived is not None or self.ahead is not None or not self.before_dir or \
+            self.llm is None or getattr(self.llm, "local", False):
+        return
+    ahead: Future = Future()
+
+    def derive() -> None:
+        try:
+            ahead.set_result(self.derive_as(None))
+        except BaseException as exc:  # noqa: BLE001 - the check derives it again itself
+            ahead.set_exception(exc)
+    self.ahead = ahead
+    # the message's trace context goes along (the derivation's model call is a span of it)
+    threading.Thread(target=contextvars.copy_context().run, args=(derive,), daemon=True,
+                     name="derive-ahead").start()
+
+
+def _first_derivation(self) -> "DerivedCheck":
+    """The derivation `derive_ahead` started (waited for), else one made now."""
+    ahead, self.ahead = self.ahead, None
+    if ahead is not None:
+        try:
+            return ahead.result()
+        except Exception:  # noqa: BLE001 - derived again below, as without it
+            pass
+    return self.derive_as(None)
+
+
 def first_check(self) -> "DerivedCheck":
     """The first derivation, in the form that suits the goal. When it cannot run (a broken
     program, a command that failed) it is shown its reply and error and asked once more in its
     form; if that fails too, one in the other form stands in: a check that crashed is no check."""
-    first = self.derive_as(None)
+    first = _first_derivation(self)
     if not crashed(first):
         return first
     again = repaired(self, first, lambda: self.derive_as(first.program, query=first.sql,

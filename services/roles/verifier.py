@@ -102,6 +102,7 @@ class Verifier:
         self.names: set[str] = set()
         self.before_dir: Optional[str] = None
         self.derived: Optional[DerivedCheck] = None
+        self.ahead = None                       # the first derivation, begun early (confirm.py)
         self.shown: list[DerivedCheck] = []     # other checks a correction showed the executor
         self.repairs: dict[tuple, DerivedCheck] = {}    # a crashed reply → its repair (once)
         self.refuted: list[str] = []            # first-check outputs a second check refuted
