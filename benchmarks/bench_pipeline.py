@@ -9,6 +9,9 @@
   real shell tool call, `basename $PWD`, through the Law 1 gate.)
 * Throughput: tasks per minute with C tasks in flight at once.
 
+* `--llm-ms N`: every model call answered after N ms, as a remote model's would be (the floor
+  too): what a task's sequence of calls costs when calls are not instant.
+
 * `--tracing on`: the same with OpenTelemetry export on in every process (OTEL_EXPORTER_OTLP_ENDPOINT
   at a real OTLP/HTTP receiver in this process, tests/otlp_receiver.py); the spans received are
   counted. Default off.
@@ -36,7 +39,7 @@ from protocol.bus import BusClient  # noqa: E402
 from protocol.messages import RunOptions, UserRequest  # noqa: E402
 from protocol.settings import load_settings  # noqa: E402
 from replies_pipeline import accept, effector_responder, perception, plan, subtask  # noqa: E402
-from scripted_llm import ScriptedLLM  # noqa: E402
+from scripted_llm import DECLINE_CHECK, Delay, ScriptedLLM  # noqa: E402
 
 EXECUTOR, AGENTVAL = effector_responder("basename $PWD", "ws", "the name is printed")
 REPLIES = {
@@ -160,6 +163,8 @@ def main() -> int:
     ap.add_argument("--scale", default="2", help="instances of each scalable role")
     ap.add_argument("--tracing", choices=("off", "on"), default="off",
                     help="OpenTelemetry export from every process to a local OTLP receiver")
+    ap.add_argument("--llm-ms", type=float, default=0.0,
+                    help="answer every model call after this many ms (a remote model)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     receiver = None
@@ -176,8 +181,10 @@ def main() -> int:
     (root / "ws").mkdir()
     from services.runtime import daemon
     with ScriptedLLM() as llm:
-        for role, reply in REPLIES.items():
-            llm.on(role, reply if callable(reply) else (lambda req, reply=reply: reply))
+        for role, reply in {**REPLIES, "verifier": DECLINE_CHECK}.items():
+            respond = reply if callable(reply) else (lambda req, reply=reply: reply)
+            llm.on(role, respond if not args.llm_ms else (
+                lambda req, respond=respond: Delay(args.llm_ms / 1000, respond(req))))
         os.environ.update({"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
                            "ARTOO_SCALE": args.scale, **llm.env()})
         os.environ.pop("ARTOO_RUN_DIR", None)

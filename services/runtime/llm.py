@@ -310,6 +310,7 @@ def warm_fork(timeout_s: float = 2.0) -> None:
             log.debug("pre-connect to %s failed: %s", sdk.base_url, exc)
 
 
+_RECENT_MS: dict[str, float] = {}    # endpoint -> its last answered call's latency, this process
 _SDKS: dict[tuple, "openai.OpenAI"] = {}
 _SDKS_LOCK = threading.Lock()
 
@@ -507,11 +508,17 @@ class LLMClient:
                     self.config.json_mode)
         return True
 
+    def recent_latency_ms(self) -> float | None:
+        """How long this endpoint's last answered call took in this process (any role's)."""
+        return _RECENT_MS.get(self.config.base_url)
+
     def _account(self, task_id: str, messages: list[dict], response: str, latency_ms: float,
                  prompt_tokens: int, completion_tokens: int, ok: bool, error: str,
                  finish: str | None = None, kwargs: dict | None = None,
                  response_model: str | None = None) -> None:
         self.last_usage = Usage(prompt_tokens, completion_tokens, latency_ms)
+        if ok:
+            _RECENT_MS[self.config.base_url] = latency_ms
         if telemetry.enabled():   # the GenAI span of this call (tracing on only)
             telemetry.llm_span(
                 role=self.role, tier=self.config.tier, model=self.config.model,
