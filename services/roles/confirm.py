@@ -42,8 +42,9 @@ def derive_ahead(self) -> None:
     request at a time, nor where a model call takes less than AHEAD_MIN_MS (the endpoint's last
     call in this process, the executor's): a second request at once needs a second connection
     and thread, which cost more than the overlap saves on a call of a few milliseconds (the
-    pipeline benchmark's validation stage, median of 6 runs, 10.9 → 13.2 ms). What it costs: on a subtask none of
-    whose attempts reaches the check, one derivation call made for nothing."""
+    pipeline benchmark's validation stage, median of 6 runs, 10.9 → 13.2 ms). What it costs:
+    on a subtask none of whose attempts reaches the check, one derivation call made for
+    nothing."""
     recent = getattr(self.llm, "recent_latency_ms", None)
     if self.derived is not None or self.ahead is not None or not self.before_dir or \
             recent is None or getattr(self.llm, "local", False) or \
