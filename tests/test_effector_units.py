@@ -645,3 +645,39 @@ def test_the_tool_journal_syncs_before_a_side_effect_and_nowhere_else(settings, 
     with open(j.path, encoding="utf-8") as fh:
         states = [json.loads(line)["state"] for line in fh]
     assert states == ["before", "started", "finished"]
+
+
+class TimedLLM(FakeLLM):
+    """A FakeLLM whose endpoint answered its last call in `ms` milliseconds."""
+
+    def __init__(self, ms: float, *replies):
+        super().__init__(*replies)
+        self.ms = ms
+
+    def recent_latency_ms(self) -> float:
+        return self.ms
+
+
+def test_the_first_derivation_goes_ahead_only_where_model_calls_are_slow(settings):
+    """`confirm.derive_ahead` starts R4a's first derivation on a thread where the endpoint's
+    calls take AHEAD_MIN_MS or more (a second connection costs less than the call it overlaps),
+    never on quicker ones nor without the before-copy; the check then uses that derivation
+    instead of asking again."""
+    from services.roles.confirm import AHEAD_MIN_MS, derive_ahead
+    from services.roles.verifier import Verifier
+    (settings.workspace / "n.txt").write_text("1\n2\n")
+    goal = subtask("counted", goal="count the lines of n.txt")
+    for ms, ahead in ((AHEAD_MIN_MS / 10, False), (AHEAD_MIN_MS * 2, True)):
+        llm = TimedLLM(ms, "FILE: none\nCOMMAND: grep -c . n.txt")
+        checker = Verifier(goal, llm, settings)
+        derive_ahead(checker)
+        assert checker.ahead is None                 # not started: no before-copy yet
+        checker.start()
+        try:
+            derive_ahead(checker)
+            assert (checker.ahead is not None) == ahead
+            first = checker.derive()
+            assert first.available and first.output.strip() == "2"
+            assert len(llm.prompts) == 1             # asked once, ahead or not
+        finally:
+            checker.close()

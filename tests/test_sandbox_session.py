@@ -194,4 +194,3 @@ def test_the_commands_path_chooses_the_shell_as_execvpe_would(box):
     assert run() == "0 fake shell\n"
     session.env["PATH"] = f"{ws}/none"
     assert run().startswith("127 ")                  # no shell on the PATH: as execvpe fails
-
