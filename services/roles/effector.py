@@ -4,9 +4,9 @@ Started by the spawner (forked from its preloaded zygote) with one SubTask. Both
 BusClient and speak as themselves (`as_role`): R3 publishes each ExecutionResult (directed at this
 process's node), R4a receives it *from the bus* (so the tap sees the fast loop), and answers with
 a CorrectionSignal that R3 again receives from the bus, or with the final SubTaskOutcome, sent to
-metaval and planner and acknowledged by both. An in-process watchdog re-publishes a result or correction the other side has
-not picked up (PUB/SUB may drop), and a deadline watchdog sends an honest failed outcome shortly
-before the spawner's hard kill. Law 1 approvals are asked over the bus (ApprovalRequest →
+metaval and planner and acknowledged by both. An in-process watchdog re-publishes a result or
+correction the other side has not picked up (PUB/SUB may drop), and a deadline watchdog sends an
+honest failed outcome shortly before the spawner's hard kill. Law 1 approvals are asked over the bus (ApprovalRequest →
 ApprovalDecision, acked only by the effector that asked).
 
 Exit codes: 0 outcome delivered, 1 crashed, 3 outcome not acknowledged in time, 4 deadline.
