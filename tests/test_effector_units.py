@@ -681,3 +681,19 @@ def test_the_first_derivation_goes_ahead_only_where_model_calls_are_slow(setting
             assert len(llm.prompts) == 1             # asked once, ahead or not
         finally:
             checker.close()
+
+
+def test_the_first_derivation_never_goes_ahead_on_the_bundled_model(settings):
+    """The bundled model answers one request at a time: a derivation beside the scoring call
+    would only queue behind it, so there the two follow each other, however slow the calls."""
+    from services.roles.confirm import AHEAD_MIN_MS, derive_ahead
+    from services.roles.verifier import Verifier
+    llm = TimedLLM(AHEAD_MIN_MS * 100, "FILE: none\nCOMMAND: ls")
+    llm.local = True
+    checker = Verifier(subtask("listed", goal="list the files"), llm, settings)
+    checker.start()
+    try:
+        derive_ahead(checker)
+        assert checker.ahead is None and llm.prompts == []
+    finally:
+        checker.close()
