@@ -108,6 +108,21 @@ def test_retries_on_5xx_429_and_dropped_connections(client, llm_server):
     assert llm_server.calls("planner") == 4
 
 
+def test_a_200_that_is_not_a_chat_completion_is_retried_then_a_clear_error(client, llm_server):
+    """The reply is read as plain JSON (llm.post_chat): a proxy's HTML page, a completion with
+    no choices or a body cut short is an error of that request, retried like a 5xx."""
+    llm_server.add("planner", Http(200, "<html>gateway</html>"))
+    llm_server.add("planner", Http(200, '{"object": "chat.completion", "choices": []}'))
+    llm_server.add("planner", {"steps": ["ls"]})
+    assert client.complete_json(Plan, "s", "u").steps == ["ls"]
+    assert llm_server.calls("planner") == 3
+    llm_server.add("planner", Http(200, '{"choices": [{"message": {"con'), times=10)
+    with pytest.raises(LLMError, match="not a chat completion"):
+        client.complete_text("s", "u")
+    assert llm_server.calls("planner") == 3 + client.settings.llm_retries + 1
+    assert client.last_usage.latency_ms > 0
+
+
 def test_the_budget_counts_every_request_retries_and_repairs_included(client, llm_server):
     """A retry after a failed request and a JSON repair re-ask are model calls like any other:
     a budget of 3 lets exactly 3 requests reach the server, the 4th is never made."""
