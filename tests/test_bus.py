@@ -24,6 +24,7 @@ from audit_support import wait_until
 from conftest import REPO, start_process, stop_process, wait_bus_ready
 from protocol import curve
 from protocol.bus import BusClient, BusTimeout
+from protocol.bus.common import DEFER
 from protocol.bus.outbox import Outbox
 from protocol.envelope import Envelope, encode
 from protocol.messages import (EffectorStarted, MemoryQuery, MemoryResult, PlanningFailed,
@@ -522,6 +523,30 @@ def test_resends_survive_senders_on_other_threads(bus_process, settings, bus_cli
         wait_until(lambda: len(acked) == per_thread * threads, 60,
                    what=f"acks ({len(acked)} of {per_thread * threads}; stats {sender.stats()})")
         assert all(acked) and not sender._stopped.is_set()
+    finally:
+        sender.stop()
+
+
+def test_an_idle_loop_sleeps_until_it_has_work_and_still_re_sends_on_time(
+        bus_process, settings, bus_clients, monkeypatch):
+    """The loop sleeps until its next deadline (no 50 ms polling: an idle daemon's CPU). A work
+    message sent from another thread while it sleeps must wake it, or its re-send would wait
+    out the sleep: here the idle wait is a minute, and the consumer ignores the first copy."""
+    from protocol.bus import client as client_mod
+    monkeypatch.setattr(client_mod, "IDLE_WAIT_MS", 60_000.0)
+    seen: list[str] = []
+    bus_clients("ggs", setup=lambda c: c.on(
+        "PlanningFailed", lambda env, msg: (seen.append(env.id),
+                                            DEFER if len(seen) == 1 else None)[1], ack=True))
+    sender = BusClient("planner", settings=dataclasses.replace(settings, ack_initial_s=0.2),
+                       heartbeat=False).start()
+    try:
+        assert client_mod.BusClient._run_timers(sender, time.monotonic()) == 60_000
+        acked = threading.Event()
+        msg_id = sender.send(PlanningFailed(task_id="t-idle", error="x"),
+                             on_done=lambda ok: acked.set())
+        assert acked.wait(20), f"not re-sent while the loop slept (copies seen: {len(seen)})"
+        assert seen == [msg_id, msg_id]
     finally:
         sender.stop()
 
