@@ -46,6 +46,21 @@ def sample(i: int, stamp_ns: int = 0) -> LlmUsage:
                     prompt_tokens=stamp_ns, completion_tokens=i, latency_ms=12.5)
 
 
+def idle_policy() -> str:
+    """How this machine's idle CPUs wait, which sets the cost of every wake-up a hop needs. On
+    a KVM guest with the `haltpoll` cpuidle driver and `guest_halt_poll_ns` 0 an idle vCPU halts
+    at once, and waking it is a VM exit: a raw ping-pong through the proxy measured 271-351 us
+    here, 93 us with the kernel's default 200 us of halt-polling (docs/BENCHMARKS.md)."""
+    def read(path: str) -> str | None:
+        try:
+            return Path(path).read_text().strip()
+        except OSError:
+            return None
+    driver = read("/sys/devices/system/cpu/cpuidle/current_driver") or "unknown"
+    poll = read("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+    return f"cpuidle {driver}" + (f", guest_halt_poll_ns {poll}" if poll is not None else "")
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
@@ -363,7 +378,7 @@ def main() -> int:
     settings = load_settings()
     settings.ensure_dirs()
     ctx_mp = mp.get_context("spawn")
-    out: dict = {}
+    out: dict = {"idle_policy": idle_policy()}
     procs = start_bus(env, settings)
     try:
         if args.only_tracing:
@@ -395,6 +410,7 @@ def main() -> int:
         print(json.dumps(out, indent=2))
         return 0
     raw, bus, lat, rt = out["raw"], out["bus"], out["latency"], out["round_trips"]
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, {idle_policy()}")
     print(f"throughput, 1 publisher -> 1 subscriber, {args.messages} x {TYPE}:")
     print(f"  raw pyzmq PUB->SUB (no proxy, no validation): {raw['rate']:>9,.0f} msgs/s "
           f"({raw['received']} received, {raw['bytes']} B/msg)")

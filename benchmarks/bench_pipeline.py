@@ -38,6 +38,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from protocol.bus import BusClient  # noqa: E402
 from protocol.messages import RunOptions, UserRequest  # noqa: E402
 from protocol.settings import load_settings  # noqa: E402
+from bench_bus import idle_policy  # noqa: E402
 from replies_pipeline import accept, effector_responder, perception, plan, subtask  # noqa: E402
 from scripted_llm import DECLINE_CHECK, Delay, ScriptedLLM  # noqa: E402
 
@@ -248,6 +249,7 @@ def main() -> int:
         "errors": errors[:5], "target_p50_ms": 150, "meets_target": p50 <= 150,
         "stages_p50_ms": {label: ms for label, _owner, ms in stages},
         "load_average": [round(x, 2) for x in os.getloadavg()],
+        "idle_policy": idle_policy(),
         "cpu_busy_per_task_core_ms": round((cpu1[0] - cpu0[0]) * 1000 / args.tasks, 1),
         "cpu_total_per_task_core_ms": round((cpu1[1] - cpu0[1]) * 1000 / args.tasks, 1),
         "tracing": args.tracing,
@@ -269,7 +271,7 @@ def main() -> int:
             print(f"  {label:<42} {ms:7.1f} ms  [{owner}]")
         print(f"machine CPU busy per sequential task: {figures['cpu_busy_per_task_core_ms']} of "
               f"{figures['cpu_total_per_task_core_ms']} core-ms the cores had in its time")
-        print(f"load average at the end: {figures['load_average']}")
+        print(f"load average at the end: {figures['load_average']}; {figures['idle_policy']}")
         print(f"throughput, {args.concurrency} tasks in flight: {args.throughput_tasks} tasks in "
               f"{wall:.1f} s = {figures['tasks_per_minute']} tasks/minute"
               + (f"; errors: {errors[:3]}" if errors else ""))

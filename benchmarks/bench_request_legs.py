@@ -174,6 +174,7 @@ def main() -> int:
                 ("-> the waiter's slot is set", rec["in"], settled),
                 ("-> the waiting thread returns", settled, end),
                 ("round trip", start, end)]
+        print(f"machine: {bench_bus.idle_policy()}")
         print(f"request/reply legs over {n} round trips, p50 in us:")
         for name, a, b in legs:
             print(f"  {name:36s} {_p50([(y - x) / 1000 for x, y in zip(a[-n:], b[-n:])]):7.1f}")
