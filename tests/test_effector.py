@@ -48,7 +48,7 @@ def test_fail_once_then_succeed(h):
     assert len(corrections) == 1
     assert corrections[0].attempt_number == 1 and corrections[0].failed_criterion == crit
     results = h.seen.of("ExecutionResult", lambda m: m.subtask_id == st.subtask_id)
-    assert sorted({r.attempt for r in results}) == [1, 2]
+    assert [r.attempt for r in results] == [1, 2]         # each published once, in order
     assert [p.score for p in outcome.gap_trajectory] == [0.0, 1.0]
     verdict = outcome.criteria_verdicts[0]
     assert (verdict.verdict, verdict.failed_attempts, verdict.attempts) == ("pass", 1, 2)
@@ -250,3 +250,61 @@ def test_deadline_produces_an_honest_failed_outcome(h):
     assert outcome.status == "failed" and outcome.failure_reason.startswith("deadline")
     assert [c.target for c in outcome.tool_calls] == ["echo started"]
     assert h.exited(st).reason == "deadline"
+
+
+def test_r3_and_r4a_hand_each_other_their_messages_and_publish_one_copy_each(settings):
+    """Pure logic of the fast loop (the processes run it above): R4a judges each result its R3
+    hands it, and R3 runs the correction R4a hands back, with no delivery from the bus (this
+    client delivers nothing), while each is published once, in order, for the tap and observers."""
+    import time
+    from protocol.messages import CorrectionSignal, ExecutionResult, SubTask, SubTaskOutcome
+    from services.roles.agentval import Judgement
+    from services.roles.effector import EXIT_DELIVERED, Effector
+
+    class Recorder:                               # publishes into a list; delivers nothing back
+        node = "effector-unit"
+
+        def __init__(self):
+            self.published = []
+
+        def publish(self, msg, *, as_role, to, node):
+            self.published.append((type(msg).__name__, as_role, to, node))
+
+        def send(self, msg, *, consumers, as_role, on_done):
+            self.published.append((type(msg).__name__, as_role, consumers, None))
+            on_done(True)
+
+    st = SubTask(subtask_id="st-1", parent_task_id="run-hand", intent="i", goal="do it")
+    seen = {"attempts": [], "corrections": []}
+
+    class Executor:
+        history: list = []
+
+        def run_attempt(self, attempt, correction):
+            seen["corrections"].append(correction and correction.attempt_number)
+            return ExecutionResult(task_id="run-hand", subtask_id="st-1", attempt=attempt,
+                                   status="completed", output="done")
+
+    class Validator:
+        verifier = None
+
+        def judge(self, result):
+            seen["attempts"].append(result.attempt)
+            if result.attempt == 1:
+                return Judgement("retry", correction=CorrectionSignal(
+                    task_id="run-hand", subtask_id="st-1", attempt_number=1))
+            return Judgement("matched", outcome=SubTaskOutcome(
+                task_id="run-hand", subtask_id="st-1", parent_task_id="run-hand",
+                status="matched"))
+
+    client = Recorder()
+    effector = Effector(st, settings, client, Executor(), Validator(),
+                        deadline_at=time.time() + 60, exit_on_deadline=False)
+    assert effector.run() == EXIT_DELIVERED
+    assert seen == {"attempts": [1, 2], "corrections": [None, 1]}
+    node = client.node
+    assert client.published == [
+        ("ExecutionResult", "executor", "agentval", node),
+        ("CorrectionSignal", "agentval", "executor", node),
+        ("ExecutionResult", "executor", "agentval", node),
+        ("SubTaskOutcome", "agentval", ("metaval", "planner"), None)]

@@ -1,12 +1,13 @@
 """The effector process: R3 Executor + R4a Agent-Validator for exactly one subtask, then exit.
 
 Started by the spawner (forked from its preloaded zygote) with one SubTask. Both roles live on one
-BusClient and speak as themselves (`as_role`): R3 publishes each ExecutionResult (directed at this
-process's node), R4a receives it *from the bus* (so the tap sees the fast loop), and answers with
-a CorrectionSignal that R3 again receives from the bus, or with the final SubTaskOutcome, sent to
-metaval and planner and acknowledged by both. An in-process watchdog re-publishes a result or
-correction the other side has not picked up (PUB/SUB may drop), and a deadline watchdog sends an
-honest failed outcome shortly before the spawner's hard kill. Law 1 approvals are asked over the bus (ApprovalRequest →
+BusClient and speak as themselves (`as_role`). R3 hands each ExecutionResult to R4a in this
+process and publishes it once (directed at this process's node: the tap and the observers see the
+fast loop); R4a answers the same way with a CorrectionSignal (the design's "dual publish": a direct
+channel to its R3 and a bus copy), or with the final SubTaskOutcome, sent to metaval and planner and
+acknowledged by both. Taking them from the bus instead cost a round trip through the proxy per
+attempt (~1.9 ms on an idle machine) and a re-publish watchdog against PUB/SUB drops. A deadline
+watchdog sends an honest failed outcome shortly before the spawner's hard kill. Law 1 approvals are asked over the bus (ApprovalRequest →
 ApprovalDecision, acked only by the effector that asked).
 
 Exit codes: 0 outcome delivered, 1 crashed, 3 outcome not acknowledged in time, 4 deadline.
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from protocol.bus import BusClient
-from protocol.messages import (CorrectionSignal, CriterionVerdict, ExecutionResult, SubTask,
+from protocol.messages import (CriterionVerdict, ExecutionResult, SubTask,
                                SubTaskOutcome)
 from protocol.settings import Settings, load_settings, workspace_problem
 
@@ -45,7 +46,6 @@ from .verifier import Verifier
 log = logging.getLogger("artoo.effector")
 
 EXIT_DELIVERED, EXIT_CRASHED, EXIT_UNACKED, EXIT_DEADLINE = 0, 1, 3, 4
-REPUBLISH_S = 2.0
 
 
 class RoleBus:
@@ -73,33 +73,22 @@ class Effector:
         self.deadline_at = deadline_at
         self.exit_on_deadline = exit_on_deadline
         self.events: queue.Queue = queue.Queue()
-        self._cond = threading.Condition()
-        self.judged: set[int] = set()              # attempts R4a has taken from the bus
-        self.corrections_seen: set[int] = set()    # corrections R3 has taken from the bus
         self._outcome_lock = threading.Lock()
         self.outcome: Optional[SubTaskOutcome] = None
         self.acked = threading.Event()
         self.ack_ok = False
         self._timer: Optional[threading.Timer] = None
 
-    # -- subscriptions ------------------------------------------------------------------------
-    def register(self) -> None:
-        sid, node, task = self.subtask.subtask_id, self.client.node, self.subtask.parent_task_id
-        mine = lambda env, msg: msg.subtask_id == sid and env.node == node  # noqa: E731
-        # R3 and R4a send each other these on the bus directed at this process: its node's own
-        # subscription, live since the client started, brings them (no handshake per subtask)
-        self.client.on("ExecutionResult", self.on_result, task=task, when=mine, threaded=True,
-                       directed=True)
-        self.client.on("CorrectionSignal", self.on_correction, task=task, when=mine,
-                       directed=True)
+    def _hand_over(self, msg, role: str) -> None:
+        """The bus copy of a message R3 and R4a hand each other in this process."""
+        self.client.publish(msg, as_role=role, to="agentval" if role == "executor" else "executor",
+                            node=self.client.node)
 
     # -- R4a side -----------------------------------------------------------------------------
-    def on_result(self, env, result: ExecutionResult) -> None:
-        with self._cond:
-            if result.attempt in self.judged or self.outcome is not None:
-                return
-            self.judged.add(result.attempt)
-            self._cond.notify_all()
+    def on_result(self, result: ExecutionResult) -> None:
+        """Judge one attempt's result (R3 waits for the correction or the outcome)."""
+        if self.outcome is not None:
+            return
         try:
             judgement = self.validator.judge(result)
         except Exception as exc:  # a validator bug still ends in an honest outcome
@@ -107,32 +96,10 @@ class Effector:
             judgement = Judgement("failed", outcome=self._failed_outcome(
                 f"validator crashed: {type(exc).__name__}: {exc}"))
         if judgement.kind == "retry" and judgement.correction is not None:
-            self._publish_until(judgement.correction, "agentval", self.corrections_seen,
-                                judgement.correction.attempt_number)
+            self._hand_over(judgement.correction, "agentval")
+            self.events.put(("correction", judgement.correction))
         else:
             self.deliver(judgement.outcome)
-
-    # -- R3 side ------------------------------------------------------------------------------
-    def on_correction(self, env, correction: CorrectionSignal) -> None:
-        with self._cond:
-            if correction.attempt_number in self.corrections_seen:
-                return
-            self.corrections_seen.add(correction.attempt_number)
-            self._cond.notify_all()
-        self.events.put(("correction", correction))
-
-    def _publish_until(self, msg, role: str, seen: set[int], key: int) -> None:
-        """Publish on the bus and re-publish until the other side has taken it (or we end)."""
-        to = "agentval" if role == "executor" else "executor"
-        while True:
-            self.client.publish(msg, as_role=role, to=to, node=self.client.node)
-            with self._cond:
-                self._cond.wait_for(lambda: key in seen or self.outcome is not None,
-                                    timeout=REPUBLISH_S)
-                if key in seen or self.outcome is not None:
-                    return
-            if not self.client.ready:
-                return
 
     def deliver(self, outcome: SubTaskOutcome) -> bool:
         """Send the one SubTaskOutcome of this subtask (first caller wins)."""
@@ -140,8 +107,6 @@ class Effector:
             if self.outcome is not None:
                 return False
             self.outcome = outcome
-        with self._cond:
-            self._cond.notify_all()
 
         def done(ok: bool) -> None:
             self.ack_ok = ok
@@ -203,7 +168,8 @@ class Effector:
             result = self.executor.run_attempt(attempt, correction)
             if self.outcome is not None:
                 break
-            self._publish_until(result, "executor", self.judged, result.attempt)
+            self._hand_over(result, "executor")
+            self.on_result(result)
             kind, payload = self._next_event()
             if kind == "final":
                 break
@@ -297,7 +263,6 @@ def run_effector(subtask: SubTask, settings: Settings | None = None, *,
     effector = Effector(subtask, settings, client, executor, validator, deadline_at=deadline_at,
                         exit_on_deadline=exit_on_deadline)
     tasklog.set_after_append(transition_publisher(client))    # a Law 1 approval blocks the task
-    effector.register()
     # re-sent until this effector acks it, and only ever the answer to its own request, sent long
     # after this: a spare's client (started already) need not wait for a handshake
     client.on("ApprovalDecision", gate.on_decision, ack=True, task=task_id, when=gate.expects,
