@@ -121,6 +121,10 @@ def test_a_200_that_is_not_a_chat_completion_is_retried_then_a_clear_error(clien
         client.complete_text("s", "u")
     assert llm_server.calls("planner") == 3 + client.settings.llm_retries + 1
     assert client.last_usage.latency_ms > 0
+    parts = {"choices": [{"message": {"content": [{"type": "text", "text": '{"steps": '},
+                                                  {"type": "text", "text": '["ls"]}'}]}}]}
+    llm_server.add("planner", Http(200, json.dumps(parts)))
+    assert client.complete_json(Plan, "s", "u").steps == ["ls"]     # content parts are joined
 
 
 def test_the_budget_counts_every_request_retries_and_repairs_included(client, llm_server):

@@ -7,8 +7,8 @@ fast loop); R4a answers the same way with a CorrectionSignal (the design's "dual
 channel to its R3 and a bus copy), or with the final SubTaskOutcome, sent to metaval and planner and
 acknowledged by both. Taking them from the bus instead cost a round trip through the proxy per
 attempt (~1.9 ms on an idle machine) and a re-publish watchdog against PUB/SUB drops. A deadline
-watchdog sends an honest failed outcome shortly before the spawner's hard kill. Law 1 approvals are asked over the bus (ApprovalRequest →
-ApprovalDecision, acked only by the effector that asked).
+watchdog sends an honest failed outcome shortly before the spawner's hard kill. Law 1 approvals
+are asked over the bus (ApprovalRequest → ApprovalDecision, acked only by the effector that asked).
 
 Exit codes: 0 outcome delivered, 1 crashed, 3 outcome not acknowledged in time, 4 deadline.
 """
@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from protocol.bus import BusClient
-from protocol.messages import (CriterionVerdict, ExecutionResult, SubTask,
-                               SubTaskOutcome)
+from protocol.messages import CriterionVerdict, ExecutionResult, SubTask, SubTaskOutcome
 from protocol.settings import Settings, load_settings, workspace_problem
 
 from services.runtime import llm, tasklog, telemetry

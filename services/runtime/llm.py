@@ -258,6 +258,7 @@ class BadReply(Exception):
 
 @dataclass
 class ChatReply:
+    """What a call reads from a chat completion."""
     text: str
     prompt_tokens: int
     completion_tokens: int
@@ -275,6 +276,8 @@ def post_chat(sdk: "openai.OpenAI", body: dict, headers: dict) -> ChatReply:
         data = json.loads(raw)
         choice = data["choices"][0]
         text = choice["message"].get("content") or ""
+        if isinstance(text, list):      # content parts: [{"type": "text", "text": ...}, ...]
+            text = "".join(p.get("text") or "" for p in text if isinstance(p, dict))
         usage = data.get("usage") or {}
         return ChatReply(text if isinstance(text, str) else json.dumps(text),
                          int(usage.get("prompt_tokens") or 0),
