@@ -116,7 +116,8 @@ def test_a_200_that_is_not_a_chat_completion_is_retried_then_a_clear_error(clien
     llm_server.add("planner", {"steps": ["ls"]})
     assert client.complete_json(Plan, "s", "u").steps == ["ls"]
     assert llm_server.calls("planner") == 3
-    llm_server.add("planner", Http(200, '{"choices": [{"message": {"con'), times=10)
+    llm_server.add("planner", Http(200, '{"choices": [{"message": {"con'),
+                   times=client.settings.llm_retries + 1)
     with pytest.raises(LLMError, match="not a chat completion"):
         client.complete_text("s", "u")
     assert llm_server.calls("planner") == 3 + client.settings.llm_retries + 1
