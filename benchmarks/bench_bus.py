@@ -410,7 +410,7 @@ def main() -> int:
         print(json.dumps(out, indent=2))
         return 0
     raw, bus, lat, rt = out["raw"], out["bus"], out["latency"], out["round_trips"]
-    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, {idle_policy()}")
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, {out['idle_policy']}")
     print(f"throughput, 1 publisher -> 1 subscriber, {args.messages} x {TYPE}:")
     print(f"  raw pyzmq PUB->SUB (no proxy, no validation): {raw['rate']:>9,.0f} msgs/s "
           f"({raw['received']} received, {raw['bytes']} B/msg)")
