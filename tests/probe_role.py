@@ -6,10 +6,12 @@ Behaviour (role name from ARTOO_PROBE_ROLE, default "probe"):
 * EffectorStarted messages are counted (`handled`, `last` subtask id);
 * SubTaskAssign is a work message it consumes (ack=True): each handling appends a line
   `<message id> <subtask id>` to $ARTOO_HOME/handled.log, the ground truth for exactly-once;
-* MemoryQuery is answered (request/reply) with its bus counters, so a test can ask a live process.
+* MemoryQuery is answered (request/reply) with its bus counters (and the collector's frozen and
+  tracked object counts), so a test can ask a live process.
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -36,7 +38,8 @@ def setup(client, settings):
         log_file.write(f"{env.id} {msg.subtask_id}\n")
 
     def stats(env, msg):
-        return MemoryResult(op="stats", stats={**client.stats(), **state})
+        heap = {"gc_frozen": gc.get_freeze_count(), "gc_tracked": len(gc.get_objects())}
+        return MemoryResult(op="stats", stats={**client.stats(), **state, **heap})
 
     for type_name in MESSAGE_TYPES:
         client.on(type_name, echo, task="rt-out")

@@ -204,6 +204,15 @@ def malformed_frames() -> tuple[list[list[bytes]], Counter]:
     return frames, expected
 
 
+def test_a_role_process_keeps_its_start_up_heap_out_of_full_collections(probe, bus_clients):
+    """run_role freezes what setup built (services/runtime/role.py `settle_heap`): a full
+    collection in a live role walks only what it made since, not its ~30k start-up objects."""
+    probe()
+    stats = probe_stats(bus_clients("planner"))
+    assert stats["gc_frozen"] > 20_000, stats
+    assert stats["gc_tracked"] < stats["gc_frozen"] // 4, stats
+
+
 def test_malformed_frames_crash_or_stall_nothing_and_are_all_counted(probe, settings,
                                                                       bus_clients, bus_process):
     frames, expected = malformed_frames()

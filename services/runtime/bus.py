@@ -24,7 +24,7 @@ from protocol.bus import BusClient
 from protocol.settings import Settings, load_settings, tcp_endpoint
 
 from .capture import CAPTURE_INPROC, CaptureRelay
-from .role import configure_logging
+from .role import configure_logging, settle_heap
 
 log = logging.getLogger("artoo.bus.proxy")
 _COUNTERS = ("frontend_msgs_in", "frontend_bytes_in", "frontend_msgs_out", "frontend_bytes_out",
@@ -237,6 +237,7 @@ def main() -> int:
     # The proxy publishes its own heartbeat (with its counters) like every other process.
     client = BusClient("bus", settings=settings)
     client.heartbeat_info = lambda: {"proxy": proxy.statistics(), "capture": capture}
+    settle_heap()
     try:
         client.start()
     except Exception as exc:
