@@ -217,6 +217,7 @@ class Settings:
     llm_retries: int = 3
     llm_backoff_s: float = 0.5
     llm_preconnect: bool = True          # a spare effector opens its connection (GET /models)
+    llm_transport: str = "auto"          # "sdk": every call through the openai SDK's own path
     local_model_path: str = ""           # ARTOO_LOCAL_MODEL
     local_llm_port: int = 0              # 0 = a free loopback port claimed at `artoo up`
     local_llm_ctx: int = 4096            # context window of the local llama.cpp server

@@ -54,6 +54,13 @@ class Drop:
 
 
 @dataclass
+class Hangup:
+    """Answer with `then`, then close the connection as a server whose keep-alive time ran out
+    does while its client is idle (counted in `ScriptedLLM.hangups`)."""
+    then: Any = ""
+
+
+@dataclass
 class Request:
     role: str
     task: str
@@ -123,6 +130,7 @@ class ScriptedLLM:
         self._arrived = threading.Condition(self._lock)   # notified as each request arrives
         self.requests: list[Request] = []
         self.gets: list[tuple[str, tuple]] = []   # (path, the client's address): GET requests
+        self.hangups = 0                        # connections closed after a Hangup reply
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -217,6 +225,20 @@ class ScriptedLLM:
                 while isinstance(reply, Delay):
                     time.sleep(reply.seconds)
                     reply = reply.then
+                if isinstance(reply, Hangup):
+                    self._answer(req, body, reply.then)
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(2)
+                    except OSError:
+                        pass
+                    with owner._arrived:
+                        owner.hangups += 1
+                        owner._arrived.notify_all()
+                    return
+                self._answer(req, body, reply)
+
+            def _answer(self, req: Request, body: dict, reply: Any) -> None:
                 if isinstance(reply, Drop):
                     self.close_connection = True
                     try:

@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from scripted_llm import Delay, Drop, Http, ScriptedLLM
-from services.runtime import tasklog
+from scripted_llm import Delay, Drop, Hangup, Http, ScriptedLLM
+from services.runtime import llm_http, tasklog
 from services.runtime.llm import (BudgetSpent, Budgeted, CallBudget, LLMClient, LLMError,
                                   extract_json, parse_model, strip_reasoning, tier_config)
 
@@ -75,6 +75,43 @@ def test_the_roles_of_one_process_share_a_connection_per_endpoint(client, llm_se
         assert c.complete_text("sys", "user") == "ok"
     assert len(llm_server.requests) == 3
     assert len({r.peer for r in llm_server.requests}) == 1
+
+
+def test_calls_take_the_plain_http_path_and_a_connection_the_server_closed_is_replaced(
+        client, llm_server):
+    """A plain endpoint is called over http.client (llm_http.py) with the SDK's headers; a
+    kept-alive connection the server closed while the client was idle (its keep-alive time ran
+    out) is found closed before it is reused, so the next call neither fails nor retries."""
+    assert client._plain is not None
+    seen = []
+    client.on_usage = seen.append
+    llm_server.add("planner", Hangup("first")).add("planner", "second")
+    assert client.complete_text("s", "u") == "first"
+    with llm_server._arrived:
+        assert llm_server._arrived.wait_for(lambda: llm_server.hangups == 1, 5)
+    assert client.complete_text("s", "u") == "second"
+    assert [u.ok for u in seen] == [True, True], "no failed attempt before the second answer"
+    first, second = llm_server.requests
+    assert first.peer != second.peer and first.role == second.role == "planner"
+
+
+def test_artoo_llm_transport_sdk_and_a_proxy_keep_calls_on_the_sdks_own_path(
+        llm_server, settings, monkeypatch):
+    for key, value in llm_server.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("ARTOO_LLM_TRANSPORT", "sdk")
+    from protocol.settings import load_settings
+    client = LLMClient.for_role("executor", load_settings())
+    assert client._plain is None
+    llm_server.add("executor", "via the sdk")
+    assert client.complete_text("s", "u") == "via the sdk"
+    base = llm_server.base_url
+    assert llm_http.eligible(base) and not llm_http.eligible(base, "sdk")
+    assert not llm_http.eligible("unix:///tmp/x.sock")
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    assert not llm_http.eligible(base)                   # httpx would go through the proxy
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    assert llm_http.eligible(base)                       # ... but not for this host
 
 
 def test_json_with_prose_and_schema_requested(client, llm_server):

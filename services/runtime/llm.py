@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 from protocol.messages import LlmUsage
 from protocol.settings import Settings, load_settings
 
-from . import tasklog, telemetry
+from . import llm_http, tasklog, telemetry
 
 log = logging.getLogger("artoo.llm")
 T = TypeVar("T", bound=BaseModel)
@@ -266,12 +266,18 @@ class ChatReply:
     model: str | None
 
 
-def post_chat(sdk: "openai.OpenAI", body: dict, headers: dict) -> ChatReply:
-    """POST /chat/completions through the SDK's request path (auth, timeouts, its typed HTTP
-    errors) with `body` sent as it is and the reply read as plain JSON. `chat.completions.create`
-    would walk the body through its typed transform and build its pydantic reply models to be
-    read once: ~0.25 ms of CPU per call warm, ~1 ms on a forked effector's first call."""
-    raw = sdk.post("/chat/completions", cast_to=bytes, body=body, options={"headers": headers})
+def post_chat(sdk: "openai.OpenAI", body: dict, headers: dict,
+              plain: "llm_http.PlainEndpoint | None" = None) -> ChatReply:
+    """POST /chat/completions with `body` sent as it is and the reply read as plain JSON: on the
+    endpoint's plain HTTP path when it has one (llm_http.py), else through the SDK's request
+    path (auth, timeouts, its typed HTTP errors either way). `chat.completions.create` would walk
+    the body through its typed transform and build its pydantic reply models to be read once:
+    ~0.25 ms of CPU per call warm, ~1 ms on a forked effector's first call."""
+    if plain is not None:
+        raw = plain.call("POST", "/chat/completions", body, headers)
+    else:
+        raw = sdk.post("/chat/completions", cast_to=bytes, body=body,
+                       options={"headers": headers})
     try:
         data = json.loads(raw)
         choice = data["choices"][0]
@@ -331,37 +337,46 @@ def warm_sdk() -> None:
 def warm_fork(timeout_s: float = 2.0) -> None:
     """Ready a forked process's first model call before it is needed (a spare effector does
     this while it waits for its subtask): one `GET /models` per endpoint this process has a
-    client for, through the SDK's own request path, which leaves a kept-alive connection in the
-    pool for the first call (a TLS handshake, with a remote endpoint) and copies from the
-    zygote now the pages that path touches. Measured in a forked child against the scripted
-    server: the first call ~6–7 ms of CPU and of wall time without it, ~2–3 after it (the GET
-    4–6 ms of CPU, off the subtask's path). Errors are ignored: the call then opens its own
-    connection as before."""
+    client for, on the connection the first call takes — the plain HTTP path's connection of
+    this thread (the subtask's calls run on it), or the SDK pool's — and copies from the zygote
+    now the pages that path touches. Measured in a forked child against the scripted server:
+    the first call ~6–7 ms of CPU and of wall time without it, ~2–3 after it (the GET 4–6 ms of
+    CPU, off the subtask's path; the SDK's path). Errors are ignored: the call then opens its
+    own connection as before."""
     with _SDKS_LOCK:
-        sdks = list(_SDKS.values())
-    for sdk in sdks:
+        sdks = [(sdk, _PLAINS.get(key)) for key, sdk in _SDKS.items()]
+    for sdk, plain in sdks:
         try:
-            sdk.get("/models", cast_to=bytes, options={"timeout": timeout_s, "max_retries": 0})
+            if plain is not None:
+                plain.call("GET", "/models")
+            else:
+                sdk.get("/models", cast_to=bytes,
+                        options={"timeout": timeout_s, "max_retries": 0})
         except Exception as exc:  # noqa: BLE001 - an endpoint without /models, or down
             log.debug("pre-connect to %s failed: %s", sdk.base_url, exc)
 
 
 _RECENT_MS: dict[str, float] = {}    # endpoint -> its last answered call's latency, this process
 _SDKS: dict[tuple, "openai.OpenAI"] = {}
+_PLAINS: dict[tuple, "llm_http.PlainEndpoint | None"] = {}   # same keys: the plain HTTP path
 _SDKS_LOCK = threading.Lock()
 
 
-def _sdk_for(base_url: str, api_key: str, timeout_s: float) -> "openai.OpenAI":
-    """One SDK client (one connection pool) per endpoint in a process: the effector's executor,
-    validator and checker share a kept-alive connection instead of opening one each (~0.6 ms
-    on each first call here). A zygote's, built before it forks, has no connection open yet."""
+def _sdk_for(base_url: str, api_key: str, timeout_s: float, transport: str = "auto"
+             ) -> tuple["openai.OpenAI", "llm_http.PlainEndpoint | None"]:
+    """One SDK client (one connection pool) and one plain HTTP path (a connection per thread)
+    per endpoint in a process: the effector's executor, validator and checker share a kept-alive
+    connection instead of opening one each (~0.6 ms on each first call here). A zygote's,
+    built before it forks, has no connection open yet."""
     key = (base_url, api_key, timeout_s)
     with _SDKS_LOCK:
         sdk = _SDKS.get(key)
         if sdk is None:
             sdk = _SDKS[key] = openai.OpenAI(base_url=base_url, api_key=api_key,
                                              timeout=timeout_s, max_retries=0)
-        return sdk
+            _PLAINS[key] = llm_http.PlainEndpoint(sdk, timeout_s) \
+                if llm_http.eligible(str(sdk.base_url), transport) else None
+        return sdk, _PLAINS[key]
 
 
 class LLMClient:
@@ -378,7 +393,8 @@ class LLMClient:
         self.budget_keep = 0                      # calls of it this client leaves to others
         self.last_usage = Usage()
         self._answers: dict[tuple, str] = {}      # complete_text at temperature 0 (see there)
-        self._sdk = _sdk_for(config.base_url, config.api_key, settings.llm_timeout_s)
+        self._sdk, self._plain = _sdk_for(config.base_url, config.api_key,
+                                          settings.llm_timeout_s, settings.llm_transport)
 
     @classmethod
     def for_role(cls, role: str, settings: Settings | None = None, bus=None,
@@ -470,7 +486,7 @@ class LLMClient:
                 body["enable_thinking"] = True
             started = time.monotonic()
             try:
-                reply = post_chat(self._sdk, body, headers)
+                reply = post_chat(self._sdk, body, headers, self._plain)
                 self._account(task_id, messages, reply.text,
                               (time.monotonic() - started) * 1000, reply.prompt_tokens,
                               reply.completion_tokens, True, "", finish=reply.finish,
