@@ -114,6 +114,33 @@ def test_artoo_llm_transport_sdk_and_a_proxy_keep_calls_on_the_sdks_own_path(
     assert llm_http.eligible(base)                       # ... but not for this host
 
 
+def test_a_request_given_its_own_time_out_is_bound_by_it():
+    """A spare's warm-up GET waits 2 s, not the endpoint's minutes: `timeout_s` bounds the
+    connect and each read of that one request."""
+    import socket
+    import threading
+    import openai
+    silent = socket.create_server(("127.0.0.1", 0))   # accepts, never answers
+    try:
+        plain = llm_http.PlainEndpoint(
+            openai.OpenAI(base_url=f"http://127.0.0.1:{silent.getsockname()[1]}/v1",
+                          api_key="k", max_retries=0), timeout_s=120.0)
+        out: list = []
+
+        def ask():
+            try:
+                plain.call("GET", "/models", timeout_s=0.2)
+            except Exception as exc:  # noqa: BLE001 - the test reads it
+                out.append(exc)
+        worker = threading.Thread(target=ask, daemon=True)
+        worker.start()
+        worker.join(10)
+        assert not worker.is_alive(), "the request waited for the endpoint's own time-out"
+        assert isinstance(out[0], openai.APITimeoutError)
+    finally:
+        silent.close()
+
+
 def test_json_with_prose_and_schema_requested(client, llm_server):
     llm_server.add("planner", 'Here you go:\n```json\n{"steps": ["ls"], "done": true}\n```')
     plan = client.complete_json(Plan, "sys", "user", task_id="run-1")

@@ -348,7 +348,7 @@ def warm_fork(timeout_s: float = 2.0) -> None:
     for sdk, plain in sdks:
         try:
             if plain is not None:
-                plain.call("GET", "/models")
+                plain.call("GET", "/models", timeout_s=timeout_s)
             else:
                 sdk.get("/models", cast_to=bytes,
                         options={"timeout": timeout_s, "max_retries": 0})

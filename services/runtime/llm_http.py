@@ -98,13 +98,15 @@ class PlainEndpoint:
 
     # -- calls --------------------------------------------------------------------------------
     def call(self, method: str, path: str, body: dict | None = None,
-             headers: dict | None = None) -> bytes:
+             headers: dict | None = None, timeout_s: float | None = None) -> bytes:
         """The reply body of one request (`path` below the base URL, e.g. "/chat/completions");
-        raises the SDK's exception for anything but a 2xx."""
+        raises the SDK's exception for anything but a 2xx. `timeout_s`: this request's bound on
+        connecting and on each read, instead of the endpoint's (a spare's warm-up waits 2 s)."""
         data = json.dumps(body).encode() if body is not None else None
         sent = {**self.headers, **(headers or {})}
         for attempt in (0, 1):
             conn, fresh = self._connection()
+            _bound(conn, timeout_s or self.timeout_s)
             try:
                 conn.request(method, self.prefix + path, body=data, headers=sent)
             except _GONE as exc:
@@ -123,6 +125,8 @@ class PlainEndpoint:
                 raise self._failed(method, path, exc) from exc
             if reply.will_close:
                 self._drop(conn)
+            elif timeout_s:
+                _bound(conn, self.timeout_s)
             if 200 <= reply.status < 300:
                 return content
             response = httpx.Response(reply.status, headers=reply.getheaders(), content=content,
@@ -136,6 +140,13 @@ class PlainEndpoint:
             return openai.APITimeoutError(request=self._request(method, path))
         return openai.APIConnectionError(message=f"Connection error: {exc}",
                                          request=self._request(method, path))
+
+
+def _bound(conn: http.client.HTTPConnection, timeout_s: float) -> None:
+    """Time-out of the connection's next connect and of each read on it."""
+    conn.timeout = timeout_s
+    if conn.sock is not None:
+        conn.sock.settimeout(timeout_s)
 
 
 def _closed(conn: http.client.HTTPConnection) -> bool:
