@@ -227,24 +227,23 @@ class ScriptedLLM:
                     reply = reply.then
                 if isinstance(reply, Hangup):
                     self._answer(req, body, reply.then)
-                    self.close_connection = True
-                    try:
-                        self.connection.shutdown(2)
-                    except OSError:
-                        pass
+                    self._hang_up()
                     with owner._arrived:
                         owner.hangups += 1
                         owner._arrived.notify_all()
                     return
                 self._answer(req, body, reply)
 
+            def _hang_up(self) -> None:
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(2)
+                except OSError:
+                    pass
+
             def _answer(self, req: Request, body: dict, reply: Any) -> None:
                 if isinstance(reply, Drop):
-                    self.close_connection = True
-                    try:
-                        self.connection.shutdown(2)
-                    except OSError:
-                        pass
+                    self._hang_up()
                     return
                 if isinstance(reply, Http):
                     raw = reply.body.encode()

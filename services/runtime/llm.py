@@ -344,7 +344,7 @@ def warm_fork(timeout_s: float = 2.0) -> None:
     CPU, off the subtask's path; the SDK's path). Errors are ignored: the call then opens its
     own connection as before."""
     with _SDKS_LOCK:
-        sdks = [(sdk, _PLAINS.get(key)) for key, sdk in _SDKS.items()]
+        sdks = list(_SDKS.values())
     for sdk, plain in sdks:
         try:
             if plain is not None:
@@ -357,8 +357,8 @@ def warm_fork(timeout_s: float = 2.0) -> None:
 
 
 _RECENT_MS: dict[str, float] = {}    # endpoint -> its last answered call's latency, this process
-_SDKS: dict[tuple, "openai.OpenAI"] = {}
-_PLAINS: dict[tuple, "llm_http.PlainEndpoint | None"] = {}   # same keys: the plain HTTP path
+# endpoint -> its SDK client and its plain HTTP path (None: the SDK's path only)
+_SDKS: dict[tuple, tuple["openai.OpenAI", "llm_http.PlainEndpoint | None"]] = {}
 _SDKS_LOCK = threading.Lock()
 
 
@@ -370,13 +370,13 @@ def _sdk_for(base_url: str, api_key: str, timeout_s: float, transport: str = "au
     built before it forks, has no connection open yet."""
     key = (base_url, api_key, timeout_s)
     with _SDKS_LOCK:
-        sdk = _SDKS.get(key)
-        if sdk is None:
-            sdk = _SDKS[key] = openai.OpenAI(base_url=base_url, api_key=api_key,
-                                             timeout=timeout_s, max_retries=0)
-            _PLAINS[key] = llm_http.PlainEndpoint(sdk, timeout_s) \
-                if llm_http.eligible(str(sdk.base_url), transport) else None
-        return sdk, _PLAINS[key]
+        pair = _SDKS.get(key)
+        if pair is None:
+            sdk = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s,
+                                max_retries=0)
+            pair = _SDKS[key] = (sdk, llm_http.PlainEndpoint(sdk, timeout_s)
+                                 if llm_http.eligible(str(sdk.base_url), transport) else None)
+        return pair
 
 
 class LLMClient:

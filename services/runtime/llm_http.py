@@ -125,8 +125,6 @@ class PlainEndpoint:
                 raise self._failed(method, path, exc) from exc
             if reply.will_close:
                 self._drop(conn)
-            elif timeout_s:
-                _bound(conn, self.timeout_s)
             if 200 <= reply.status < 300:
                 return content
             response = httpx.Response(reply.status, headers=reply.getheaders(), content=content,
