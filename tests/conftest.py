@@ -126,7 +126,8 @@ def bus_clients(settings):
 
     def make(role: str, setup=None, **kwargs) -> BusClient:
         kwargs.setdefault("heartbeat", False)
-        client = BusClient(role, settings=settings, **kwargs)
+        kwargs.setdefault("settings", settings)
+        client = BusClient(role, **kwargs)
         if setup:
             setup(client)
         client.start()

@@ -24,9 +24,9 @@ from audit_support import wait_until
 from conftest import REPO, start_process, stop_process, wait_bus_ready
 from protocol import curve
 from protocol.bus import BusClient, BusTimeout
-from protocol.bus.common import DEFER
+from protocol.bus.common import DEFER, ReplyCache, ReplySlot
 from protocol.bus.outbox import Outbox
-from protocol.envelope import Envelope, encode
+from protocol.envelope import Envelope, encode, topic_for
 from protocol.messages import (EffectorStarted, MemoryQuery, MemoryResult, PlanningFailed,
                                SubTaskAssign)
 from protocol.settings import load_settings
@@ -490,6 +490,40 @@ def test_slow_request_is_answered_once_despite_resends(bus_process, bus_clients)
     release.set()
     thread.join(30)
     assert len(calls) == 1 and replies and replies[0][1].stats == {"calls": 1}
+
+
+@pytest.mark.parametrize("keep_s, handled", [(60.0, 1), (0.0, 2)])
+def test_a_re_sent_request_is_answered_from_the_reply_cache_only_while_it_is_kept(
+        bus_process, settings, bus_clients, keep_s, handled):
+    """A copy of a request re-sent within `reply_keep_s` gets the reply already sent, without
+    the handler; past it (0 here: kept for no time) the replier holds nothing and handles it
+    again, so a replier of large results does not keep thousands of them."""
+    calls = []
+    replier = bus_clients("memory", lambda c: c.on(
+        "MemoryQuery", lambda env, msg: calls.append(env.id) or MemoryResult(op=msg.op),
+        request=True), settings=dataclasses.replace(settings, reply_keep_s=keep_s))
+    asker = bus_clients("planner")
+    env = asker._envelope(MemoryQuery(op="stats"), None, "memory", None, asker.node, None)
+    sent = replier.sent
+    for copy in (1, 2):
+        slot = ReplySlot()
+        asker._futures[env.id] = slot
+        asker._submit(("pub", env, topic_for(env.type, env.task), None))
+        assert slot.result(10)[1].op == "stats"                 # each copy is answered
+    assert len(calls) == handled and replier.sent == sent + 2
+    assert len(replier._replies) == (1 if keep_s else 0)
+
+
+def test_the_reply_cache_forgets_by_age_and_by_count():
+    cache = ReplyCache(keep_s=30.0, cap=3)
+    cache.put("a", [b"A"], now=0.0)
+    cache.put("b", [b"B"], now=10.0)
+    assert cache.get("a", now=29.0) == [b"A"] and cache.get("a", now=30.0) is None
+    cache.put("c", [b"C"], now=31.0)          # a put drops what has outlived its time
+    assert len(cache) == 2 and cache.get("b", now=31.0) == [b"B"]
+    for key in "def":
+        cache.put(key, [key.encode()], now=32.0)
+    assert len(cache) == 3 and cache.get("b", now=32.0) is None     # the count bound
 
 
 def test_resends_survive_senders_on_other_threads(bus_process, settings, bus_clients):

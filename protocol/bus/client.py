@@ -20,8 +20,8 @@ from .. import curve, fastpath, routes, signing, tracecontext
 from ..envelope import NO_TASK, PROTOCOL_VERSION, Envelope, ProtocolError, decode, topic_for
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
-from .common import (ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, ReplySlot, SeenSet,
-                     Subscription)
+from .common import (ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, ReplyCache, ReplySlot,
+                     SeenSet, Subscription)
 from .inbound import Inbound
 from .membership import Membership
 from .outbox import Outbox
@@ -92,7 +92,7 @@ class BusClient(Inbound):
         self._outbox = Outbox(outbox) if outbox is not None else None
         self._seen: Lru = Lru(self.settings.dedup_capacity)       # msg id -> "running"/"done"
         self._delivered = SeenSet(LRU_CAP)                       # MACs of frames dispatched
-        self._replies: Lru = Lru(2048)                           # request id -> reply frames
+        self._replies = ReplyCache(self.settings.reply_keep_s)   # request id -> reply frames
         self._answering: set[str] = set()                          # request ids being handled
         self._futures: dict[str, ReplySlot] = {}
         self._timers: list[list] = []                               # [next_at, interval, fn]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -124,6 +125,37 @@ class Lru(OrderedDict):
         self.move_to_end(key)
         if len(self) > self.cap:
             self.popitem(last=False)
+
+
+class ReplyCache:
+    """The replies a replier sent, by request id, for as long as a requester may re-send the
+    request (`keep_s`): a copy re-sent in that time is answered with the same frames, not handled
+    again. Bounded by age as well as count, so that a replier of large results (a world
+    projection, a memory query) does not hold thousands of them long after any re-send could
+    come; a copy arriving later is handled again, as one past the count bound always was."""
+
+    __slots__ = ("keep_s", "cap", "_entries")
+
+    def __init__(self, keep_s: float, cap: int = 2048):
+        self.keep_s, self.cap = keep_s, cap
+        self._entries: OrderedDict = OrderedDict()     # id -> (kept until, frames), oldest first
+
+    def put(self, key: str, frames: list[bytes], now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        entries = self._entries
+        entries[key] = (now + self.keep_s, frames)
+        entries.move_to_end(key)
+        while entries and (len(entries) > self.cap or next(iter(entries.values()))[0] <= now):
+            entries.popitem(last=False)
+
+    def get(self, key: str, now: float | None = None) -> list[bytes] | None:
+        hit = self._entries.get(key)
+        if hit is None or hit[0] <= (time.monotonic() if now is None else now):
+            return None
+        return hit[1]
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class SeenSet:
