@@ -642,9 +642,45 @@ def test_the_tool_journal_syncs_before_a_side_effect_and_nowhere_else(settings, 
     assert len(synced) == 1
     j.finished("1:1:x", "out", None)
     assert len(synced) == 1
+    j.started("1:2:y", "shell", {"command": "ls"}, "", durable=False)   # changes nothing
+    assert len(synced) == 1
     with open(j.path, encoding="utf-8") as fh:
         states = [json.loads(line)["state"] for line in fh]
-    assert states == ["before", "started", "finished"]
+    assert states == ["before", "started", "finished", "started"]
+
+
+def test_only_a_call_that_may_change_something_is_synced_and_pictured_before_it_runs(
+        settings, toolbox, monkeypatch):
+    """The executor journals every call, but pays for the disk sync and the workspace picture
+    (what decides whether a call cut short by a restart is made again) only for a call that may
+    change something: a command the Law 1 gate does not class as read-only, a write. A read-only
+    one is simply made again. The gate parses each command once for both decisions."""
+    import json
+    from services.runtime import journal as journal_mod
+    from services.safety import law1 as law1_mod
+    synced: list[int] = []
+    monkeypatch.setattr(journal_mod.os, "fsync", lambda fd: synced.append(fd))
+    parsed: list[str] = []
+    classify = law1_mod.classify
+    monkeypatch.setattr(law1_mod, "classify",
+                        lambda command, **kw: parsed.append(command) or classify(command, **kw))
+    (settings.workspace / "a.txt").write_text("x\n")
+    calls = [{"action": "tool", "tool": "shell", "command": "wc -l a.txt"},
+             {"action": "tool", "tool": "read_file", "path": "a.txt"},
+             {"action": "tool", "tool": "shell", "command": "echo y >> a.txt"},
+             {"action": "tool", "tool": "write_file", "path": "b.txt", "content": "z"},
+             {"action": "result", "output": "done"}]
+    journal = journal_mod.ToolJournal(settings, "run-changes", "st-1")
+    ex = Executor(subtask("a.txt has two lines"), FakeLLM(*calls), toolbox, settings,
+                  journal=journal)
+    assert ex.run_attempt(1).status == "completed"
+    with open(journal.path, encoding="utf-8") as fh:
+        started = [r for r in map(json.loads, fh) if r["state"] == "started"]
+    assert [(r["tool"], bool(r["digest"])) for r in started] == [
+        ("shell", False), ("read_file", False), ("shell", True), ("write_file", True)]
+    assert len(synced) == 2
+    assert parsed == ["wc -l a.txt", "echo y >> a.txt"]
+    assert toolbox.may_change("mcp_server__send", {}) and not toolbox.may_change("list", {})
 
 
 class TimedLLM(FakeLLM):

@@ -401,7 +401,10 @@ class Executor:
         key = ToolJournal.key(attempt, turn, sig)
         prior = journal.lookup(key) if journal else None
         ws = str(self.toolbox.workspace)
-        digest = evidence.digest(ws) if journal else ""
+        # a call that cannot change anything is made again after a restart as it is: no picture
+        # of the workspace to compare, no record that must reach the disk before it runs
+        changes = bool(journal) and self.toolbox.may_change(tool, args)
+        digest = evidence.digest(ws) if changes else ""
         if prior and prior.get("state") == "finished":
             tasklog.append(self.settings.tasks_dir, self.task_id, "tool_call_reused",
                            subtask_id=self.subtask.subtask_id, attempt=attempt, turn=turn,
@@ -420,7 +423,7 @@ class Executor:
                 "the workspace changed since it started (or the tool may act outside it), so it "
                 "may have done its work. Check the workspace instead of repeating it."))
         if journal:
-            journal.started(key, tool, args, digest)
+            journal.started(key, tool, args, digest, durable=changes)
         started = time.monotonic()
         with telemetry.span(f"execute_tool {tool}", attrs={
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,

@@ -82,12 +82,14 @@ class ToolJournal:
         except OSError as exc:            # recovery aid: never take the effector down
             log.warning("could not write tool journal %s: %s", self.path, exc)
 
-    def started(self, key: str, tool: str, args: dict, digest: str) -> None:
+    def started(self, key: str, tool: str, args: dict, digest: str, durable: bool = True
+                ) -> None:
         """On disk before the side effect (with the `before` picture written ahead of it). Its
         `finished` is not synced: lost with a dead host, the call reads as started and never
-        finished, which the digest check above handles without running it blindly."""
+        finished, which the digest check above handles without running it blindly. `durable`
+        False: a call that changes nothing (made again as it is if its record is lost)."""
         self._append({"key": key, "state": "started", "tool": tool, "args": args,
-                      "digest": digest}, durable=True)
+                      "digest": digest}, durable=durable)
 
     def finished(self, key: str, output: str, error: Optional[str], target: str = "",
                  **extra: Any) -> None:

@@ -155,6 +155,7 @@ class Toolbox:
         self._sessions: dict[tuple[bool, bool], sandbox_session.Session] = {}
         self._sessions_lock = threading.Lock()
         self._reuse = False     # on for an attempt's toolbox (prewarm); a one-off check: one-shot
+        self._verdict: tuple[str, law1.Classification] | None = None   # the last command's
 
     # -- the attempt's sandbox ----------------------------------------------------------------
     def prewarm(self) -> None:
@@ -247,6 +248,24 @@ class Toolbox:
         confined = spec is not None and spec.transport == "stdio" and \
             self.sandbox.mode == "bubblewrap"
         return found.rerun_safe or confined
+
+    def may_change(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether the call may change anything: a command the Law 1 gate does not class as
+        read-only, a write, an MCP tool. A call that cannot is safe to make again after a
+        restart, so its journal record need not reach the disk first (executor.py)."""
+        if tool == "shell":
+            command = args.get("command")
+            return not isinstance(command, str) or self._classify(command).level != law1.READ_ONLY
+        return tool not in TOOL_SPECS or tool == "write_file"
+
+    def _classify(self, command: str) -> law1.Classification:
+        """The gate's verdict on a command, kept for the call that asked first (`may_change`)
+        and the call that runs it (`_shell`): one parse of it, not two."""
+        if self._verdict is None or self._verdict[0] != command:
+            self._verdict = (command, law1.classify(
+                command, workspace=self.workspace, protected=self.protected, cwd=self.workspace,
+                home=self.home))
+        return self._verdict[1]
 
     def run(self, tool: str, args: dict[str, Any]) -> ToolOutput:
         """Run one tool call; every failure comes back as a ToolOutput, never an exception."""
@@ -349,8 +368,7 @@ class Toolbox:
     def _shell(self, command: Any) -> ToolOutput:
         if not isinstance(command, str):
             raise ToolRefused("command must be a string")
-        verdict = law1.classify(command, workspace=self.workspace, protected=self.protected,
-                                cwd=self.workspace, home=self.home)
+        verdict = self._classify(command)
         self._law1_class = verdict.level
         if verdict.protected:
             raise ToolRefused(f"{law1.LAW1} refused: `{command}` {verdict.reason}", law1=True)
