@@ -229,6 +229,24 @@ def test_catches_up_from_the_audit_log_on_what_it_missed_while_down(tapped, sett
     assert world.query(op="show", entity="file:missed.txt").entities[0]["mentions"] == 1
 
 
+def test_a_replay_pass_skips_what_the_live_path_handled(tapped, settings):
+    """The periodic catch-up reads back from the audit log what the world also saw live (its
+    position is saved only now and then): those messages are not handled a second time."""
+    from audit_support import logged_envelopes, wait_until
+    world = tapped
+    world.start({"ARTOO_WORLD_REPLAY_INTERVAL_S": "0.3"})
+    (settings.workspace / "live.md").write_text("one\n")
+    world.task("t-live", "write live.md", [ToolCallRecord(
+        tool="write_file", arguments={"path": "live.md"}, target="live.md")], answer="wrote it")
+    last = wait_until(lambda: max((e["_seq"] for e in logged_envelopes(settings)
+                                   if e.get("task") == "t-live" and e.get("type") == "FinalResult"),
+                                  default=None), WAIT, "the task's FinalResult in the audit log")
+    stats = world.until(lambda s: s["service"].get("replay_seq", 0) >= last,
+                        "a replay pass past the task")["service"]
+    assert stats["replay_skipped"] >= 4 and stats["replayed"] == 0 and stats["errors"] == 0
+    assert world.query(op="show", entity="file:live.md").entities[0]["mentions"] == 1
+
+
 def test_a_failing_schedule_proposes_a_system_goal_and_accepting_it_pauses_the_schedule(
         world, settings):
     """SYSTEM goals (seed 002 Def. 4–6) from the runtime's own state, behind Law 1: three failed

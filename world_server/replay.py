@@ -7,7 +7,9 @@ the world reads that log after the last position it durably processed — (seq, 
 kept in its own LMDB (`meta` "replay") — and feeds the four types it observes to the same handlers
 as the live path. Those handlers are idempotent (an episode's request, spec, final, and each
 outcome by its message id count once), so a message seen live and again in the log, or read twice
-after a crash between handling it and saving the position, changes nothing the second time.
+after a crash between handling it and saving the position, changes nothing the second time. A
+message this process handled live is not handled again at all (`WorldService.live`): a pass every
+30 s otherwise re-ran the handlers, each a store transaction, for every task of the interval.
 
 A pass runs at start-up and then every `world_replay_interval_s` (0 = at start-up only), on a thread
 of its own so a long backlog never holds up the bus loop (heartbeats, live messages, queries).
@@ -41,6 +43,7 @@ class Replayer:
         self.passes = 0
         self.read = 0
         self.replayed = 0
+        self.skipped = 0                              # handled live already: not again
         self.errors = 0
         self.caught_up = threading.Event()            # set after the first complete pass
 
@@ -93,6 +96,9 @@ class Replayer:
                 if rec.kind == auditlog.MSG and stream_of(rec.topic) in OBSERVED:
                     try:
                         _topic, env = decode([rec.topic, rec.payload], _MAX_BYTES)
+                        if env.id in self.service.live:
+                            self.skipped += 1
+                            continue
                         msg = parse_body(env)
                     except ProtocolError:
                         continue                      # the auditor reports those; not ours
@@ -115,4 +121,4 @@ class Replayer:
     def info(self) -> dict:
         pos = self.position()
         return {"replay_seq": pos["seq"], "replay_passes": self.passes,
-                "replayed": self.replayed}
+                "replayed": self.replayed, "replay_skipped": self.skipped}

@@ -26,6 +26,7 @@ import sys
 import threading
 
 from protocol.bus import BusClient
+from protocol.bus.common import SeenSet
 from protocol.messages import GoalProposed, WorldQuery, WorldResult
 from protocol.settings import Settings, load_settings
 
@@ -37,6 +38,7 @@ from .store import WorldError, WorldStore
 log = logging.getLogger("artoo.world")
 DEADLINE_CHECK_S = 15.0
 REPLAY_TICK_S = 1.0            # how often the loop asks whether a replay pass is due
+LIVE_IDS = 50_000              # ids of messages handled live, which a replay pass skips
 _MAX_N = 500
 
 
@@ -51,15 +53,28 @@ class WorldService:
         self.replayer: Replayer | None = None
         self.extractor: Extractor | None = None
         self._system_busy = threading.Lock()
+        # what the live path handled: a replay pass reads it back from the audit log (its
+        # position is saved only now and then) and need not handle it again
+        self.live = SeenSet(LIVE_IDS)
 
-    def _guard(self, what: str, fn, *args, count: bool = True) -> None:
-        """An observation must never take the process down; count and log the failure."""
+    def observe(self, handler):
+        """The live path's `handler` for the bus, noting each message it handled."""
+        def on_message(env, msg) -> None:
+            if handler(env, msg):
+                self.live.add(env.id)
+        return on_message
+
+    def _guard(self, what: str, fn, *args, count: bool = True) -> bool:
+        """An observation must never take the process down; count and log the failure. True
+        when it was handled (a failed one is tried again when a replay pass reads it back)."""
         self.observed += count
         try:
             self._announce(fn(*args) or [])
+            return True
         except Exception:
             self.errors += 1
             log.exception("world: %s failed", what)
+            return False
 
     def _announce(self, goals) -> None:
         if isinstance(goals, dict):              # on_final's summary carries its proposals
@@ -76,23 +91,24 @@ class WorldService:
                                                  trigger=g["trigger"], priority=g["priority"]))
 
     # -- observed messages -----------------------------------------------------------------------
-    def on_request(self, env, msg) -> None:
-        self._guard("UserRequest", lambda: self.model.on_request(
+    def on_request(self, env, msg) -> bool:
+        return self._guard("UserRequest", lambda: self.model.on_request(
             msg.task_id, msg.text, session=msg.session_id, workspace=msg.options.workspace,
             at=env.ts))
 
-    def on_spec(self, env, msg) -> None:
-        self._guard("TaskSpec", self.model.on_spec, msg.model_dump())
+    def on_spec(self, env, msg) -> bool:
+        return self._guard("TaskSpec", self.model.on_spec, msg.model_dump())
 
-    def on_outcome(self, env, msg) -> None:
-        self._guard("SubTaskOutcome", self.model.on_outcome, msg.parent_task_id or msg.task_id,
+    def on_outcome(self, env, msg) -> bool:
+        return self._guard("SubTaskOutcome", self.model.on_outcome, msg.parent_task_id or msg.task_id,
                     msg.model_dump(), env.id)
 
-    def on_final(self, env, msg) -> None:
-        self._guard("FinalResult", self.model.on_final, msg.model_dump(), env.ts)
+    def on_final(self, env, msg) -> bool:
+        ok = self._guard("FinalResult", self.model.on_final, msg.model_dump(), env.ts)
         if self.extractor is not None and msg.answer and \
                 msg.status in ("verified", "unverified"):
             self.extractor.submit(msg.task_id)      # later, on its own thread (extract.py)
+        return ok
 
     def dispatch(self, env, msg) -> None:
         """A message read back from the audit log (replay.py): the live path's handler."""
@@ -183,10 +199,10 @@ class WorldService:
 def setup(client: BusClient, settings: Settings) -> WorldService:
     store = WorldStore(settings.world_path, settings.world_map_size)
     service = WorldService(WorldModel(store, settings), client)
-    client.on("UserRequest", service.on_request)
-    client.on("TaskSpec", service.on_spec)
-    client.on("SubTaskOutcome", service.on_outcome)
-    client.on("FinalResult", service.on_final)
+    client.on("UserRequest", service.observe(service.on_request))
+    client.on("TaskSpec", service.observe(service.on_spec))
+    client.on("SubTaskOutcome", service.observe(service.on_outcome))
+    client.on("FinalResult", service.observe(service.on_final))
     client.on("WorldQuery", service.on_query, request=True, threaded=True)
     client.add_timer(DEADLINE_CHECK_S, service.tick)
     service.replayer = Replayer(service, settings.audit_dir / "log",
