@@ -90,7 +90,7 @@ class Settings:
     ack_give_up_s: float = 900.0         # stop re-sending after this long (counted as lost)
     dedup_capacity: int = 50_000         # message ids remembered by each receiver
     request_timeout_s: float = 10.0      # request/reply (memory queries)
-    reply_keep_s: float = 60.0           # a replier answers a re-sent request from its cache this long
+    reply_keep_s: float = 60.0           # a re-sent request is answered from the reply cache
     handler_threads: int = 8             # worker threads for handlers that call LLMs or tools
 
     # --- tasks ---------------------------------------------------------------------------------

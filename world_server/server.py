@@ -100,8 +100,8 @@ class WorldService:
         return self._guard("TaskSpec", self.model.on_spec, msg.model_dump())
 
     def on_outcome(self, env, msg) -> bool:
-        return self._guard("SubTaskOutcome", self.model.on_outcome, msg.parent_task_id or msg.task_id,
-                    msg.model_dump(), env.id)
+        return self._guard("SubTaskOutcome", self.model.on_outcome,
+                           msg.parent_task_id or msg.task_id, msg.model_dump(), env.id)
 
     def on_final(self, env, msg) -> bool:
         ok = self._guard("FinalResult", self.model.on_final, msg.model_dump(), env.ts)
