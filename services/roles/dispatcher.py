@@ -22,7 +22,7 @@ import secrets
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
@@ -281,9 +281,9 @@ class Dispatcher:
             if self.ended(task):
                 return plan
             self.plans[task] = plan
-            self._save(plan)  # persisted before anything leaves: a restart resumes this round
-            self._manifest(plan)
-            self._dispatch_group(plan)
+            # persisted (with its first group's placements) before anything leaves: a restart
+            # resumes this round; then the manifest, then the offers
+            self._dispatch_group(plan, first=lambda: self._manifest(plan))
         return plan
 
     def _manifest(self, plan: TaskPlan) -> None:
@@ -300,15 +300,18 @@ class Dispatcher:
             self._save(plan)
 
     # -- groups --------------------------------------------------------------------------------
-    @telemetry.traced("dispatch", task=lambda self, plan: plan.task_id,
-                      attrs=lambda self, plan: {"artoo.plan_round": plan.round,
-                                                "artoo.group": plan.group_idx})
-    def _dispatch_group(self, plan: TaskPlan) -> None:
-        """Offer every subtask of the current group, with earlier outputs in its context."""
+    @telemetry.traced("dispatch", task=lambda self, plan, *a, **k: plan.task_id,
+                      attrs=lambda self, plan, *a, **k: {"artoo.plan_round": plan.round,
+                                                         "artoo.group": plan.group_idx})
+    def _dispatch_group(self, plan: TaskPlan, first: Callable[[], None] | None = None) -> None:
+        """Offer every subtask of the current group, with earlier outputs in its context.
+        `first`: what is sent once the plan is persisted, before the offers (the manifest)."""
         group = plan.group()
         if not group:
             plan.status = "finished"
             self._save(plan)
+            if first is not None:
+                first()
             return
         prior = self._prior_outputs(plan)
         now = time.time()
@@ -322,12 +325,14 @@ class Dispatcher:
             plan.placements[st.subtask_id] = Placement(offer_id=secrets.token_hex(6),
                                                        offered_at=now, last_offer=now)
         self._save(plan)
+        if first is not None:
+            first()
         tasklog.append(self.settings.tasks_dir, plan.task_id, "dispatch", plan_round=plan.round,
                        sequence=plan.groups[plan.group_idx],
                        subtask_ids=[st.subtask_id for st in group])
         for st in group:
-            self.client.publish(st)  # observability copy with the final context
             self._offer(plan, st)
+            self.client.publish(st)  # observability copy with the final context
 
     def _calls_left(self, plan: TaskPlan) -> int | None:
         from .callbudget import calls_left
