@@ -399,14 +399,18 @@ class MetaValidator:
             state["evaluated_round"] = rnd
             state["pending"] = {"type": type(msg).__name__, "body": msg.model_dump()}
             self.store.save(task_id, state)
-        self._send_pending(state)
+        self._send_pending(state, msg)
 
-    def _send_pending(self, state: dict) -> None:
+    def _send_pending(self, state: dict, msg: ReplanRequest | OutcomeSummary | None = None
+                      ) -> None:
+        """Send the persisted verdict: `msg` itself when the caller has it, else (a restart) the
+        message rebuilt from the state."""
         pending = state.get("pending")
         if not pending:
             return
-        model = ReplanRequest if pending["type"] == "ReplanRequest" else OutcomeSummary
-        msg = model.model_validate(pending["body"])
+        if msg is None:
+            model = ReplanRequest if pending["type"] == "ReplanRequest" else OutcomeSummary
+            msg = model.model_validate(pending["body"])
         task_id = state["task_id"]
 
         def delivered(ok: bool) -> None:
