@@ -278,6 +278,9 @@ def test_mcp_calls_are_journaled_like_shell_calls(mcp_env):
         def rerun_safe(self, tool):
             return tool != "remote.send"
 
+        def may_change(self, tool, args):
+            return True                     # an MCP tool (Toolbox.may_change)
+
         def run(self, tool, args):
             self.ran.append(tool)
             return ToolOutput(output="fresh", target=tool, server=tool.split(".")[0],

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from protocol.settings import load_settings
-from services.safety import sandbox_session, tools
+from services.safety import sandbox, sandbox_session
 from services.safety.tools import Toolbox
 
 pytestmark = pytest.mark.skipif(
@@ -135,12 +135,12 @@ def test_echo_prints_its_backslash_escapes_as_sh_does(tmp_path, monkeypatch, reu
         tb.close()
 
 
-@pytest.mark.skipif(tools.SETPRIV is None, reason="setpriv (util-linux) is missing")
+@pytest.mark.skipif(sandbox.SETPRIV is None, reason="setpriv (util-linux) is missing")
 def test_a_sandbox_whose_owner_is_gone_never_starts(tmp_path):
     """The parent-death signal is set after the fork: an owner that died in between is never
     signalled for, so the chain starts nothing unless its parent is still the owner."""
     mark = tmp_path / "ran"
-    argv = tools._with_pdeathsig(["touch", str(mark)])
+    argv = sandbox.with_pdeathsig(["touch", str(mark)])
     assert subprocess.run(argv).returncode == 0 and mark.exists()      # started by its owner
     mark.unlink()
     # started by another process, as the owner's orphan would be (re-parented)

@@ -18,6 +18,7 @@ with `ARTOO_SANDBOX=off`.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import re
@@ -303,3 +304,32 @@ def _user_processes() -> int:
             except OSError:
                 pass
     return n
+
+
+# -- a process that dies with its parent -------------------------------------------------------
+_PR_SET_PDEATHSIG = 1
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _prctl = None
+SETPRIV = shutil.which("setpriv")
+# setpriv asks for the signal after the fork: an owner that died in between is never signalled
+# for, so the next link goes on only while its parent is still the owner (else an orphaned
+# sandbox would wait forever on a setup nobody finishes).
+_OWNER_ALIVE = '[ "$PPID" = "$0" ] && exec "$@"; exit 125'
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send `sig` to this process when the thread that forked it dies, so no
+    child of ours outlives a SIGKILLed parent (Linux prctl PR_SET_PDEATHSIG)."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
+def with_pdeathsig(argv: list[str]) -> list[str]:
+    """The command killed by the kernel if the thread that started it dies (setpriv), and never
+    started once this process is gone."""
+    if not SETPRIV:
+        return argv
+    return [SETPRIV, "--pdeathsig", "KILL", "--", "sh", "-c", _OWNER_ALIVE, str(os.getpid()),
+            *argv]

@@ -11,11 +11,9 @@ approved deletes and overwrites inside the workspace keep an undo copy first.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import threading
@@ -29,24 +27,9 @@ from typing import Any, Callable, Optional
 from protocol.settings import Settings
 
 from . import law1, mcp, sandbox, sandbox_session
+from .sandbox import SETPRIV, die_with_parent, with_pdeathsig  # noqa: F401 - also imported from here
 from .capture import Capture
 
-_PR_SET_PDEATHSIG = 1
-try:
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _prctl = _libc.prctl
-except (OSError, AttributeError):  # pragma: no cover - not Linux
-    _prctl = None
-
-
-def die_with_parent(sig: int = signal.SIGKILL) -> None:
-    """Ask the kernel to send `sig` to this process when the thread that forked it dies, so no
-    child of ours outlives a SIGKILLed parent (Linux prctl PR_SET_PDEATHSIG)."""
-    if _prctl is not None:
-        _prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
-
-
-SETPRIV = shutil.which("setpriv")
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
 _DROP_ENV_PREFIXES = ("OPENAI_", "BRAIN_", "TOOL_", "ANTHROPIC_", "SERPER_")
 _KEEP_ARTOO_ENV = ("ARTOO_DAEMON_TAG", "ARTOO_EFFECTOR_SPAWNER", "ARTOO_EFFECTOR_SUBTASK")
@@ -188,7 +171,7 @@ class Toolbox:
                     s = sandbox_session.Session(
                         self.settings, workspace=self.workspace, network=network,
                         read_roots=self.read_roots, writable=writable, env=self._env(),
-                        wrap=_with_pdeathsig)
+                        wrap=with_pdeathsig)
                 self._sessions[(network, writable)] = s
             return s
 
@@ -202,7 +185,7 @@ class Toolbox:
             return None
         return sandbox_session.Session(settings, workspace=tb.workspace, network=tb.network,
                                        read_roots=tb.read_roots, writable=True, env=tb._env(),
-                                       wrap=_with_pdeathsig, keeper=False)
+                                       wrap=with_pdeathsig, keeper=False)
 
     def _run_in_session(self, command: str, network: bool, writable: bool
                         ) -> tuple[str, int, bool] | None:
@@ -448,7 +431,7 @@ class Toolbox:
 
     def _spawn(self, argv: list[str]) -> tuple[str, int, bool]:
         kwargs: dict[str, Any] = {}
-        argv = _with_pdeathsig(argv)
+        argv = with_pdeathsig(argv)
         if not SETPRIV:  # pragma: no cover - setpriv is part of util-linux
             kwargs["preexec_fn"] = die_with_parent
         proc = subprocess.Popen(argv, cwd=self.workspace, stdin=subprocess.DEVNULL,
@@ -700,17 +683,3 @@ def _walk_files(base: str, glob: Any):
                 continue
             yield os.path.join(dirpath, name)
 
-
-# setpriv asks for the signal after the fork: an owner that died in between is never signalled
-# for, so the next link goes on only while its parent is still the owner (else an orphaned
-# sandbox would wait forever on a setup nobody finishes).
-_OWNER_ALIVE = '[ "$PPID" = "$0" ] && exec "$@"; exit 125'
-
-
-def _with_pdeathsig(argv: list[str]) -> list[str]:
-    """The command killed by the kernel if the thread that started it dies (setpriv), and never
-    started once this process is gone."""
-    if not SETPRIV:
-        return argv
-    return [SETPRIV, "--pdeathsig", "KILL", "--", "sh", "-c", _OWNER_ALIVE, str(os.getpid()),
-            *argv]
