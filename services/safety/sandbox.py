@@ -14,7 +14,8 @@ its own mount, pid, ipc, uts and network namespaces:
   limit, and the time limit of the tool call; the namespace's processes all die with it.
 
 Where the sandbox cannot start, tools refuse to run (fail closed) unless the operator opted out
-with `ARTOO_SANDBOX=off`.
+with `ARTOO_SANDBOX=off`. At the end: what makes a process die with its parent (the kernel's
+parent-death signal, and setpriv's for a command), so nothing an effector starts outlives it.
 """
 from __future__ import annotations
 
