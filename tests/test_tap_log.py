@@ -35,6 +35,31 @@ def records(directory: Path) -> list[L.Record]:
     return list(L.iter_records(directory))
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 150, 4096])
+def test_readers_take_a_segment_a_chunk_at_a_time_and_see_the_same_records(tmp_path, monkeypatch,
+                                                                          chunk):
+    """A reader holds a chunk and one record, never a whole segment: with chunks smaller than a
+    record, or ending anywhere inside one, both readers return exactly what one read of the
+    whole file gives (each record's bytes, segment and offset), a torn record at the end not
+    included."""
+    from services.runtime import auditlog
+    d = tmp_path / "log"
+    w = write_log(d, 400, segment_bytes=20_000)
+    w.sync()
+    w.close()
+    last = L.list_segments(d)[-1]
+    with open(last, "ab") as fh:
+        fh.write(b"\x00" * 50)                  # a write in progress at the very end
+    whole = [(r.seq, r.topic, r.payload, r.hash, r.segment, r.offset) for r in records(d)]
+    assert len(whole) == 400
+    monkeypatch.setattr(auditlog, "READ_CHUNK", chunk)
+    assert [(r.seq, r.topic, r.payload, r.hash, r.segment, r.offset)
+            for r in records(d)] == whole
+    mid = records(d)[150]
+    assert [(r.seq, r.offset) for r in L.iter_after(d, mid.seq, mid.segment, L.record_end(mid))
+            ] == [(x[0], x[5]) for x in whole[151:]]
+
+
 def test_iter_after_resumes_from_a_position(tmp_path):
     """A reader that stored (seq, segment, end offset) of the last record it processed gets exactly
     the records after it, across rotation, whether the hint is right, stale or absent."""

@@ -29,6 +29,7 @@ HASH_SIZE = 32
 RECORD_OVERHEAD = PREFIX.size + HASH_SIZE        # 103 bytes + topic + payload
 GENESIS = bytes(HASH_SIZE)
 MAX_BODY = 64 << 20                              # a body_len above this is damage, not a record
+READ_CHUNK = 1 << 20                             # what a reader takes from a segment at a time
 SEGMENT_RE = re.compile(r"^seg-(\d{12})\.alog$")
 
 # record kinds: MSG, RAW and SUB are what the proxy captures (services/runtime/capture.py)
@@ -104,6 +105,45 @@ def _segment_first_ts(path: Path) -> Optional[float]:
     return PREFIX.unpack_from(data, HEADER_SIZE)[4]
 
 
+def _segment_records(path: Path, resume: int = 0) -> Iterator[Record]:
+    """One segment's records in order — from its first (its header checked) or from the byte
+    offset `resume` a reader saved — up to the first structurally broken record (an incomplete
+    one at the very end is a write in progress). Read a chunk at a time: a reader holds at most
+    a chunk and one record, never a whole segment (up to 64 MB), so a process that catches up on
+    a long backlog (the world's replay) keeps no segment-sized high-water mark."""
+    try:
+        fh = open(path, "rb")
+    except OSError:
+        return
+    with fh:
+        if resume >= HEADER_SIZE:
+            fh.seek(resume)
+            base = resume
+        elif fh.read(HEADER_SIZE)[:8] == MAGIC:
+            base = HEADER_SIZE
+        else:
+            return
+        buf, off = b"", 0                       # buf[0] is at file offset `base`
+        while True:
+            n, want = len(buf), RECORD_OVERHEAD
+            if n - off >= RECORD_OVERHEAD:
+                prev, blen, kind, seq, ts, epoch, cseq, tl = PREFIX.unpack_from(buf, off)
+                if blen < FIXED_BODY + tl or blen > MAX_BODY:
+                    return
+                end = off + 36 + blen
+                if end + HASH_SIZE <= n:
+                    t0 = off + PREFIX.size
+                    yield Record(seq, kind, ts, epoch, cseq, buf[t0:t0 + tl], buf[t0 + tl:end],
+                                 prev, buf[end:end + HASH_SIZE], path.name, base + off)
+                    off = end + HASH_SIZE
+                    continue
+                want = end + HASH_SIZE - off
+            chunk = fh.read(max(READ_CHUNK, want - (n - off)))
+            if not chunk:
+                return
+            buf, base, off = buf[off:] + chunk, base + off, 0
+
+
 def iter_records(directory: Path, since: float | None = None,
                  until: float | None = None) -> Iterator[Record]:
     """Records in chain order, optionally within [since, until] of receive time.
@@ -121,22 +161,11 @@ def iter_records(directory: Path, since: float | None = None,
                 first = i
         segments = segments[first:]
     for path in segments:
-        data = path.read_bytes()
-        if len(data) < HEADER_SIZE or data[:8] != MAGIC:
-            continue
-        off, n = HEADER_SIZE, len(data)
-        while n - off >= RECORD_OVERHEAD:
-            prev, blen, kind, seq, ts, epoch, cseq, tl = PREFIX.unpack_from(data, off)
-            end = off + 36 + blen
-            if blen < FIXED_BODY + tl or blen > MAX_BODY or end + HASH_SIZE > n:
-                break
-            if until is not None and ts > until:
+        for rec in _segment_records(path):
+            if until is not None and rec.recv_ts > until:
                 return
-            if since is None or ts >= since:
-                t0 = off + PREFIX.size
-                yield Record(seq, kind, ts, epoch, cseq, data[t0:t0 + tl], data[t0 + tl:end],
-                             prev, data[end:end + HASH_SIZE], path.name, off)
-            off = end + HASH_SIZE
+            if since is None or rec.recv_ts >= since:
+                yield rec
 
 
 def iter_after(directory: Path, after_seq: int, segment: str = "",
@@ -150,28 +179,10 @@ def iter_after(directory: Path, after_seq: int, segment: str = "",
         if segment_first_seq(p) <= after_seq + 1:
             first = i
     for i, path in enumerate(segments[first:]):
-        start = HEADER_SIZE
-        with open(path, "rb") as fh:
-            if i == 0 and segment == path.name and offset >= HEADER_SIZE:
-                fh.seek(offset)
-                start = offset
-                data = fh.read()
-            else:
-                data = fh.read()
-                if len(data) < HEADER_SIZE or data[:8] != MAGIC:
-                    continue
-                data = data[HEADER_SIZE:]
-        off, n = 0, len(data)
-        while n - off >= RECORD_OVERHEAD:
-            prev, blen, kind, seq, ts, epoch, cseq, tl = PREFIX.unpack_from(data, off)
-            end = off + 36 + blen
-            if blen < FIXED_BODY + tl or blen > MAX_BODY or end + HASH_SIZE > n:
-                break
-            if seq > after_seq:
-                t0 = off + PREFIX.size
-                yield Record(seq, kind, ts, epoch, cseq, data[t0:t0 + tl], data[t0 + tl:end],
-                             prev, data[end:end + HASH_SIZE], path.name, start + off)
-            off = end + HASH_SIZE
+        resume = offset if i == 0 and segment == path.name and offset >= HEADER_SIZE else 0
+        for rec in _segment_records(path, resume):
+            if rec.seq > after_seq:
+                yield rec
 
 
 def record_end(rec: Record) -> int:
