@@ -42,7 +42,7 @@ from protocol.settings import Settings
 
 from services.runtime import journal, telemetry
 from services.runtime.daemon import REPO_ROOT
-from services.safety.tools import SETPRIV, die_with_parent
+from services.safety.sandbox import SETPRIV, die_with_parent
 from .zygote import MARKER_ENV, FrameReader, kill_session, send_frame, zygote_main
 
 log = logging.getLogger("artoo.spawner")

@@ -89,7 +89,7 @@ class FrameReader:
 def zygote_main(fd: int) -> int:
     """Preload the effector stack, then fork one effector per spawn request (a spare ahead)."""
     from services.runtime.role import configure_logging
-    from services.safety.tools import die_with_parent
+    from services.safety.sandbox import die_with_parent
     configure_logging("effector")
     # SIGTERM, not SIGKILL, when the spawner dies: the zygote then kills every effector's whole
     # session (tool processes included) before it exits. A socket EOF does the same.

@@ -65,11 +65,6 @@ class McpFailure(Exception):
     and the operator alike."""
 
 
-def _setpriv() -> str:
-    from .tools import SETPRIV          # late: tools imports this module
-    return SETPRIV or ""
-
-
 class _Server:
     """One server's session, living in the hub's loop."""
 
@@ -322,7 +317,7 @@ class McpHub:
                                     network=spec.network, read_roots=self.read_roots + roots,
                                     env=spec.env)
         server.limits = sandbox.Limits(self.settings)
-        setpriv = _setpriv()
+        setpriv = sandbox.SETPRIV or ""
         return ([setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []) + \
             server.limits.prefix() + argv
 

@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 from protocol.settings import Settings
 
 from . import law1, mcp, sandbox, sandbox_session
-from .sandbox import SETPRIV, die_with_parent, with_pdeathsig  # noqa: F401 - also imported from here
+from .sandbox import SETPRIV, die_with_parent, with_pdeathsig
 from .capture import Capture
 
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
