@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -168,6 +169,9 @@ def main() -> int:
                     help="answer every model call after this many ms (a remote model)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    # stopped from outside (kill, a harness's time-out): leave by the `finally` below, which
+    # takes the daemon down, not with it left running
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     receiver = None
     if args.tracing == "on":
         from otlp_receiver import OtlpReceiver

@@ -1,13 +1,15 @@
-"""The world model's in-memory index (world_server/index.py) on a real LMDB store: the projection
-it finds from candidates is the one scoring every entity and fact of the store gives, it reads
-only candidates however long the history, it stays current across commits (and out of an aborted
-one), and a store opened again rebuilds it."""
+"""The world model's index (world_server/index.py, sub-databases of the real LMDB store): the
+projection it finds from candidates is the one scoring every entity and fact of the store gives,
+it reads only candidates however long the history, it is written with the commits it indexes (and
+not by an aborted one), a store written before it gets it built on open, and keys longer than
+LMDB allows are indexed by digest."""
 from __future__ import annotations
 
 import random
 
 import pytest
 
+from world_server import index as ix
 from world_server.index import fact_meta, fact_words, name_words
 from world_server.model import WorldModel, fact_rank
 from world_server.store import WorldStore
@@ -140,10 +142,15 @@ def test_a_projection_reads_only_candidates_however_long_the_history(world, monk
     assert len(reads) <= first + world.s.world_projection_facts + 2, (first, len(reads))
 
 
-def test_the_index_follows_commits_skips_aborted_ones_and_is_rebuilt_on_open(world, tmp_path):
+def lookups(st, fn):
+    with st.read() as txn:
+        return fn(st.index, txn)
+
+
+def test_the_index_follows_commits_skips_aborted_ones_and_survives_reopening(world, tmp_path):
     st = world.store
     world.on_request("a1", "check the staging port", workspace=str(world.ws))
-    assert st.index.workspace["a1"] == str(world.ws)
+    assert lookups(st, lambda ix, txn: ix.workspace(txn, "a1")) == str(world.ws)
 
     def boom(txn):
         st.track(txn, "file:ghost.csv", "file", "ghost.csv", at=1.0, sentiment=None,
@@ -151,14 +158,74 @@ def test_the_index_follows_commits_skips_aborted_ones_and_is_rebuilt_on_open(wor
         raise RuntimeError("aborted")
     with pytest.raises(RuntimeError):
         st.transact(boom)
-    assert "file:ghost.csv" not in st.index.entities_for({"ghost"}, ())
+    assert "file:ghost.csv" not in lookups(st, lambda ix, txn: ix.entities_for(txn, {"ghost"}, ()))
     st.transact(lambda txn: st.track(txn, "file:real.csv", "file", "real.csv", at=1.0,
                                      sentiment=None, episode="a1", lam=0.3))
-    assert st.index.entities_for({"real"}, ()) == {"file:real.csv"}
+    assert lookups(st, lambda ix, txn: ix.entities_for(txn, {"real"}, ())) == {"file:real.csv"}
     st.close()                           # (closing it again at teardown does nothing)
     again = WorldStore(st.path)
     try:
-        assert again.index.workspace["a1"] == str(world.ws)
-        assert again.index.entities_for({"real", "ghost"}, ()) == {"file:real.csv"}
+        assert lookups(again, lambda ix, txn: ix.workspace(txn, "a1")) == str(world.ws)
+        assert lookups(again, lambda ix, txn: ix.entities_for(txn, {"real", "ghost"}, ())) == \
+            {"file:real.csv"}
     finally:
         again.close()
+
+
+def test_a_store_written_before_the_index_gets_it_built_once_on_open(world, tmp_path):
+    """A store of an older artoo has the records and no index: opening it builds the index from
+    one scan, and the projections it gives are the full scan's; a second open builds nothing."""
+    import os
+    now = 1_800_000_000.0
+    fill(world, random.Random(5), 80, now, other=str(world.ws) + "-other")
+    st = world.store
+    with st.write() as txn:                          # the store as an older artoo left it
+        for name in ix.DBS:
+            txn.drop(st.db[name], delete=False)
+        txn.delete(b"index", db=st.db["meta"])
+    st.close()
+    again = WorldStore(st.path)
+    try:
+        world.store = again
+        with again.read() as txn:
+            assert txn.get(b"index", db=again.db["meta"]) is not None
+            assert txn.stat(again.db["ix_meta"])["entries"] == again.stats()["facts"]
+        ws = os.path.realpath(str(world.ws))
+        for text in ("what port does staging use", "the disk usage report csv"):
+            got = world.project(text, now=now, workspace=str(world.ws))
+            want = reference(world, text, now, ws)
+            assert [e["id"] for e in got["entities"]] == want["entities"], text
+            assert [f["id"] for f in got["facts"]] == want["facts"], text
+        with again.write() as txn:
+            assert not again.index.ensure(txn, b"index", again.db["meta"],
+                                          lambda db: pytest.fail("scanned again"))
+    finally:
+        again.close()
+
+
+def test_names_subjects_and_workspaces_longer_than_an_lmdb_key_are_indexed(world, tmp_path):
+    """LMDB keys stop at 511 bytes; a deep workspace or a long name is indexed by its digest and
+    found again by the same lookups."""
+    deep = tmp_path / ("d" * 200) / ("e" * 200) / ("f" * 200)
+    deep.mkdir(parents=True)
+    st, now = world.store, 1_800_000_000.0
+    long_task = "t-" + "x" * 600
+    world.on_request(long_task, "count the lines", workspace=str(deep))
+    subject = "file:" + "q" * 600 + ".csv"
+    st.transact(lambda txn: st.assert_fact(
+        txn, subject, "lines", "12", "the long csv has 12 lines", valid_at=now - 5,
+        episode={"task": long_task, "at": now}, scope=str(deep), now=now))
+    with st.read() as txn:
+        assert st.index.workspace(txn, long_task) == str(deep)
+        (fid,) = st.index.facts_for(txn, set(), {subject})
+        assert st.index.meta(txn, fid).subject == subject
+        assert [f for _, f in st.index.newest_in(txn, str(deep))] == [fid]
+    got = world.project("how many lines", now=now, workspace=str(deep))
+    assert [f["subject"] for f in got["facts"]] == [subject]
+
+
+def test_valid_times_sort_as_numbers_in_the_workspace_order():
+    times = [-1e9, -3.5, -0.0, 0.0, 1e-9, 2.5, 1_800_000_000.0, 1e12]
+    keys = [ix.sortable(t) for t in times]
+    assert keys == sorted(keys)
+    assert [ix.unsortable(k) for k in keys] == times

@@ -1,23 +1,45 @@
-"""What the per-task paths of the world model look up, held in memory so that none of them scans
-a sub-database that grows with every task (episodes, goals, entities, facts).
+"""What the per-task paths of the world model look up, kept in sub-databases of the world's own
+LMDB store so that none of them scans a sub-database that grows with every task (episodes, goals,
+entities, facts), and none of it lives in the process's heap.
 
-Before it, a goal's projection read and unpacked every episode, entity and fact ever recorded, and
-closing a task every goal: the perceiver's wait for its projection grew with the daemon's history
-(`benchmarks/bench_world.py`: 2.1 ms at 100 tasks, 67 ms at 3,000). The index is built from one
-scan of the store when the world opens it, and kept current by `WorldStore` with every value a
-committed transaction wrote (the world process is the store's only writer, and nothing in it is
-ever deleted). It holds ids, words and each fact's few ranking inputs, never whole records: the
-projection ranks the facts a lookup gives from those inputs and reads only the chosen ones (and
-the candidate entities) from the store — the same projection as ranking everything.
+Before the index, a goal's projection read and unpacked every episode, entity and fact ever
+recorded, and closing a task every goal: the perceiver's wait for its projection grew with the
+daemon's history (`benchmarks/bench_world.py`: 2.1 ms at 100 tasks, 67 ms at 3,000). Kept in
+memory, the index grew the world process by ≈ 2 KB a task for as long as the store kept the task
+(docs/RELIABILITY.md, "Soak"); kept here it is written in the transaction that writes the record
+it indexes (atomic with it, out of an aborted one) and read through the page cache. It holds ids,
+words and each fact's few ranking inputs, never whole records: the projection ranks the facts a
+lookup gives from those inputs and reads only the chosen ones (and the candidate entities) from
+the store — the same projection as ranking everything. A store written before the index gets it
+built from one scan when the world opens it (`WorldIndex.ensure`).
 """
 from __future__ import annotations
 
-import bisect
-import sys
-from collections import Counter, defaultdict
-from typing import Any, Iterable, Iterator, NamedTuple
+import hashlib
+import struct
+from collections import Counter
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
+
+import msgpack
 
 from services.runtime import worldfacts as X
+
+VERSION = 1
+#  name       key → value (dupsort: one key, many values, kept sorted)
+DBS = {
+    "ix_ws": False,        # task → its workspace ("": the default one)
+    "ix_session": True,    # schedule session → its runs (task ids)
+    "ix_goalrun": True,    # run id → the goals it carries out
+    "ix_slug": False,      # intent slug → its latest proposal's time
+    "ix_entword": True,    # word of a name → entity ids
+    "ix_factword": True,   # word of a fact → fact ids
+    "ix_subject": True,    # subject → fact ids
+    "ix_scope": True,      # workspace → (valid time, fact id), in valid-time order
+    "ix_meta": False,      # fact id → its ranking inputs (FactMeta)
+    "ix_long": False,      # the digest that stands for a string too long to be a key → it
+}
+MAX_KEY = 400              # LMDB keys (and dupsort values) stop at 511 bytes
+_DOUBLE = struct.Struct(">d")
 
 
 def name_words(name: str) -> set[str]:
@@ -47,97 +69,177 @@ def fact_meta(f: dict) -> FactMeta:
     told = f["kind"] == "claim" and f["predicate"] == "answer" and \
         f.get("status") == "unverified"
     return FactMeta(f["kind"] == "fact" or told, bool(f.get("forgotten")), f["valid_at"],
-                    f["invalid_at"], sys.intern(f.get("scope", "")), sys.intern(f["subject"]))
+                    f["invalid_at"], f.get("scope", ""), f["subject"])
+
+
+def sortable(t: float) -> bytes:
+    """A float as 8 bytes whose byte order is its numeric order (negative times included)."""
+    raw = bytearray(_DOUBLE.pack(t))
+    if raw[0] & 0x80:
+        return bytes(b ^ 0xFF for b in raw)
+    raw[0] |= 0x80
+    return bytes(raw)
+
+
+def unsortable(raw: bytes) -> float:
+    """The float `sortable` gave these 8 bytes for."""
+    b = bytearray(raw[:8])
+    if b[0] & 0x80:
+        b[0] &= 0x7F
+    else:
+        b = bytearray(x ^ 0xFF for x in b)
+    return _DOUBLE.unpack(bytes(b))[0]
 
 
 class WorldIndex:
-    """task → workspace; schedule session → its runs; run id → the goals it carries out; intent
-    slug → its latest proposal; keyword → entities and facts; subject → facts; workspace → its
-    facts in valid-time order; each fact's ranking inputs. Only added to: an entity's name and a
-    fact's words never change once written (a fact is invalidated or forgotten by a new value of
-    its record, whose inputs replace the old ones)."""
+    """The lookups, over one transaction of the store each (`txn`): task → workspace; schedule
+    session → its runs; run id → the goals it carries out; intent slug → its latest proposal;
+    word → entities and facts; subject → facts; workspace → its facts in valid-time order; each
+    fact's ranking inputs. Only added to: an entity's name and a fact's words never change once
+    written (a fact is invalidated or forgotten by a new value of its record, whose inputs
+    replace the old ones). `db` maps each of DBS to its handle."""
 
-    def __init__(self) -> None:
-        self.workspace: dict[str, str] = {}
-        self.session_runs: dict[str, dict[str, None]] = defaultdict(dict)  # ordered set
-        self.goal_runs: dict[str, set[str]] = defaultdict(set)
-        self.slug_proposed: dict[str, float] = {}
-        self.entity_words: dict[str, set[str]] = defaultdict(set)
-        self.fact_words: dict[str, set[str]] = defaultdict(set)
-        self.fact_subject: dict[str, set[str]] = defaultdict(set)
-        self.scope_facts: dict[str, list[tuple[float, str]]] = defaultdict(list)
-        self.fact_meta: dict[str, FactMeta] = {}
-        self._entities: set[str] = set()
+    def __init__(self, db: dict[str, Any]) -> None:
+        self.db = db
 
-    def put(self, db: str, key: str, value: Any) -> None:
-        """One value a committed transaction wrote."""
+    # -- keys (the store's own too) -----------------------------------------------------------
+    def key(self, txn, s: str) -> bytes:
+        """`s` as a key or a dupsort value: a digest (remembered in ix_long) when too long."""
+        raw = s.encode()
+        if len(raw) <= MAX_KEY:
+            return raw
+        digest = b"\x00" + hashlib.blake2b(raw, digest_size=20).digest()
+        if txn is not None:
+            txn.put(digest, raw, db=self.db["ix_long"])
+        return digest
+
+    def lookup(self, s: str) -> bytes:
+        """The key `key` wrote for `s`."""
+        return self.key(None, s)
+
+    def text(self, txn, raw: bytes) -> str:
+        """The string `key` gave `raw` for."""
+        if raw[:1] == b"\x00":
+            raw = txn.get(raw, db=self.db["ix_long"]) or raw
+        return raw.decode(errors="replace")
+
+    def _values(self, txn, name: str, key: str) -> Iterator[bytes]:
+        cur = txn.cursor(db=self.db[name])
+        return cur.iternext_dup() if cur.set_key(self.lookup(key)) else iter(())
+
+    # -- writing -------------------------------------------------------------------------------
+    def put(self, txn, db: str, key: str, value: Any, new: bool) -> None:
+        """One value the transaction `txn` writes into sub-database `db` (`new`: none before)."""
         add = self._ADD.get(db)
         if add is not None and isinstance(value, dict):
-            add(self, key, value)
+            add(self, txn, key, value, new)
 
-    def _episode(self, task: str, ep: dict) -> None:
-        self.workspace[task] = ep.get("workspace") or ""     # "": the default workspace
+    def _add(self, txn, name: str, key: str, value: str) -> None:
+        txn.put(self.key(txn, key), self.key(txn, value), db=self.db[name])
+
+    def _episode(self, txn, task: str, ep: dict, new: bool) -> None:
+        txn.put(self.key(txn, task), (ep.get("workspace") or "").encode(), db=self.db["ix_ws"])
         session = ep.get("session") or ""
         if session.startswith("schedule:"):
-            self.session_runs[session][task] = None
+            self._add(txn, "ix_session", session, task)
 
-    def _goal(self, gid: str, goal: dict) -> None:
+    def _goal(self, txn, gid: str, goal: dict, new: bool) -> None:
         run = (goal.get("link") or {}).get("run_id")
         if run:
-            self.goal_runs[run].add(gid)
+            self._add(txn, "ix_goalrun", run, gid)
         slug = (goal.get("action") or {}).get("slug")
         if slug:
-            self.slug_proposed[slug] = max(self.slug_proposed.get(slug, 0.0),
-                                           goal.get("created_at") or 0.0)
+            at = goal.get("created_at") or 0.0
+            if at > self.slug_proposed(txn, slug):
+                txn.put(self.key(txn, slug), _DOUBLE.pack(at), db=self.db["ix_slug"])
 
-    def _entity(self, eid: str, ent: dict) -> None:
-        if eid in self._entities:
-            return
-        self._entities.add(eid)
-        for w in name_words(ent.get("name", "")):
-            self.entity_words[w].add(eid)
+    def _entity(self, txn, eid: str, ent: dict, new: bool) -> None:
+        if new:
+            for w in name_words(ent.get("name", "")):
+                self._add(txn, "ix_entword", w, eid)
 
-    def _fact(self, fid: str, f: dict) -> None:
-        known = fid in self.fact_meta
-        self.fact_meta[fid] = fact_meta(f)       # invalidated or forgotten since: current here
-        if known:
+    def _fact(self, txn, fid: str, f: dict, new: bool) -> None:
+        known = txn.get(self.key(txn, fid), db=self.db["ix_meta"]) is not None
+        txn.put(self.key(txn, fid), msgpack.packb(tuple(fact_meta(f))), db=self.db["ix_meta"])
+        if known:                                # invalidated or forgotten since: current above
             return
         for w in fact_words(f):
-            self.fact_words[w].add(fid)
-        self.fact_subject[f["subject"]].add(fid)
+            self._add(txn, "ix_factword", w, fid)
+        self._add(txn, "ix_subject", f["subject"], fid)
         if f.get("scope"):
-            bisect.insort(self.scope_facts[f["scope"]], (f["valid_at"], fid))
+            txn.put(self.key(txn, f["scope"]), sortable(f["valid_at"]) + self.key(txn, fid),
+                    db=self.db["ix_scope"])
 
-    _ADD = {"episodes": _episode, "goals": _goal, "entities": _entity, "facts": _fact}
+    _ADD: dict[str, Callable] = {"episodes": _episode, "goals": _goal, "entities": _entity,
+                                 "facts": _fact}
+
+    def ensure(self, txn, version_key: bytes, meta_db, rows: Callable[[str], Iterable]) -> bool:
+        """Build the index from one scan of the store unless it is there (a store written before
+        it); `rows(db)` gives a sub-database's (key, value) pairs. True when it was built."""
+        if txn.get(version_key, db=meta_db) == msgpack.packb(VERSION):
+            return False
+        for name in DBS:
+            txn.drop(self.db[name], delete=False)
+        for db in self._ADD:
+            for key, value in rows(db):
+                self.put(txn, db, key, value, new=True)
+        txn.put(version_key, msgpack.packb(VERSION), db=meta_db)
+        return True
 
     # -- lookups -------------------------------------------------------------------------------
-    def entities_for(self, words: Iterable[str], named: Iterable[str]) -> set[str]:
+    def workspace(self, txn, task: str) -> str | None:
+        """The workspace a task ran in ("": the default), None for a task the store lacks."""
+        raw = txn.get(self.lookup(task), db=self.db["ix_ws"])
+        return None if raw is None else raw.decode()
+
+    def session_runs(self, txn, session: str) -> list[str]:
+        return [self.text(txn, v) for v in self._values(txn, "ix_session", session)]
+
+    def goal_runs(self, txn, run: str) -> list[str]:
+        return [self.text(txn, v) for v in self._values(txn, "ix_goalrun", run)]
+
+    def slug_proposed(self, txn, slug: str) -> float:
+        raw = txn.get(self.lookup(slug), db=self.db["ix_slug"])
+        return 0.0 if raw is None else _DOUBLE.unpack(raw)[0]
+
+    # Facts are looked up by their ids' bytes (`fact key`s: a fact id is never too long for a
+    # key): a projection ranks thousands of candidates, and only the chosen few are decoded.
+    def meta(self, txn, fkey: bytes) -> FactMeta:
+        """A fact's ranking inputs, by its key."""
+        return FactMeta(*msgpack.unpackb(txn.get(fkey, db=self.db["ix_meta"])))
+
+    def metas(self, txn, fkeys: Iterable[bytes]) -> dict[bytes, FactMeta]:
+        """The ranking inputs of many facts, read in one call."""
+        unpack = msgpack.unpackb
+        pairs = txn.cursor(db=self.db["ix_meta"]).getmulti(list(fkeys))
+        return {k: FactMeta(*unpack(v)) for k, v in pairs}
+
+    def entities_for(self, txn, words: Iterable[str], named: Iterable[str]) -> set[str]:
         """Every entity whose name shares a word, and the named ones (when known)."""
-        out = {eid for eid in named if eid in self._entities}
+        entities = self.db["entities"]
+        out = {eid for eid in named if txn.get(self.lookup(eid), db=entities) is not None}
         for w in words:
-            out |= self.entity_words.get(w, set())
+            out.update(self.text(txn, v) for v in self._values(txn, "ix_entword", w))
         return out
 
-    def facts_for(self, words: Iterable[str], subjects: Iterable[str]) -> Counter:
-        """fact id → how many of the words it shares, for every fact sharing one or about one
+    def facts_for(self, txn, words: Iterable[str], subjects: Iterable[str]) -> Counter:
+        """fact key → how many of the words it shares, for every fact sharing one or about one
         of the subjects (those with 0)."""
         shared: Counter = Counter()
         for w in words:
-            shared.update(self.fact_words.get(w, ()))
+            shared.update(self._values(txn, "ix_factword", w))
         for s in subjects:
-            for fid in self.fact_subject.get(s, ()):
-                shared[fid] += 0
+            for v in self._values(txn, "ix_subject", s):
+                shared[v] += 0
         return shared
 
-    def newest_in(self, scope: str) -> Iterator[tuple[float, str]]:
-        """A workspace's facts, latest valid time first."""
-        return reversed(self.scope_facts.get(scope, []))
-
-
-def build(dbs: dict[str, Iterable[tuple[str, Any]]]) -> WorldIndex:
-    """The index of a store, from one scan of each sub-database it covers."""
-    index = WorldIndex()
-    for db, rows in dbs.items():
-        for key, value in rows:
-            index.put(db, key, value)
-    return index
+    def newest_in(self, txn, scope: str) -> Iterator[tuple[float, bytes]]:
+        """A workspace's facts (their keys), latest valid time first."""
+        cur = txn.cursor(db=self.db["ix_scope"])
+        if not cur.set_key(self.lookup(scope)) or not cur.last_dup():
+            return
+        while True:
+            raw = cur.value()
+            yield unsortable(raw), raw[8:]
+            if not cur.prev_dup():
+                return

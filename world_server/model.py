@@ -295,7 +295,7 @@ class WorldModel:
             if goal is not None:
                 goal.update(status=done, ended_at=now, outcome=status)
                 st.put(txn, "goals", goal["id"], goal)
-            for gid in sorted(st.index.goal_runs.get(task, ())):  # an accepted goal's run ended
+            for gid in sorted(st.index.goal_runs(txn, task)):  # an accepted goal's run ended
                 g = st.get(txn, "goals", gid)
                 if g.get("link", {}).get("run_id") == task and g["status"] == "ACTIVE":
                     g.update(status=done, ended_at=now, outcome=status)
@@ -372,7 +372,7 @@ class WorldModel:
         hist = (hist + [{"at": ep["at"], "task": ep["task"], "text": ep["text"][:300],
                          "workspace": ep.get("workspace", "")}])[-MAX_INTENT_HISTORY:]
         st.put(txn, "intents", slug, hist)
-        last = st.index.slug_proposed.get(slug, 0.0)      # this intent's latest proposal
+        last = st.index.slug_proposed(txn, slug)          # this intent's latest proposal
         recent = [h for h in hist if h["at"] > last]
         if not s.world_on or not W.repetition([h["at"] for h in recent], now,
                                               s.world_rep_window_s, s.world_rep_threshold):
@@ -421,7 +421,7 @@ class WorldModel:
         s, session = self.s, ep["session"]
         sid = session.split(":", 1)[1]
         runs = sorted((e for e in (self.store.get(txn, "episodes", t)
-                                   for t in self.store.index.session_runs.get(session, ()))
+                                   for t in self.store.index.session_runs(txn, session))
                        if e and e.get("session") == session and e.get("final")),
                       key=lambda e: e["final"]["at"])
         streak: list[dict] = []
@@ -591,20 +591,21 @@ class WorldModel:
         facts.sort(key=lambda f: f["valid_at"])
         return {"entity": self.entity_view(ent, now), "facts": facts, "edges": edges}
 
-    def _related_facts(self, idx, kws: set, ids: dict, ws: str, now: float) -> list[str]:
+    def _related_facts(self, idx, txn, kws: set, ids: dict, ws: str, now: float) -> list[str]:
         """The ids of the projection's facts, best first: ranked among those sharing a word with
         the goal or about a related entity, and the workspace's latest — any other fact of the
         workspace ranks by its recency alone, so below the latest `world_projection_facts` of
         them (ties kept). Ties go by id, the order a scan of the store gave."""
         k = self.s.world_projection_facts
-        shared = idx.facts_for(kws, ids)
+        shared = idx.facts_for(txn, kws, ids)
+        metas = idx.metas(txn, shared)
         found = {}
         for fid, n in shared.items():
-            if (rank := fact_rank(idx.fact_meta[fid], n, ids, ws, now)) is not None:
+            if (rank := fact_rank(metas[fid], n, ids, ws, now)) is not None:
                 found[fid] = rank
         latest: list[float] = []
-        for _, fid in idx.newest_in(ws):
-            meta = idx.fact_meta[fid]
+        for _, fid in idx.newest_in(txn, ws):
+            meta = idx.meta(txn, fid)
             if (rank := fact_rank(meta, shared.get(fid, 0), ids, ws, now)) is None:
                 continue
             recency = W.recency(now, meta.valid_at, FACT_RECENCY_S)
@@ -612,7 +613,8 @@ class WorldModel:
                 break
             latest.append(recency)
             found[fid] = rank
-        return [fid for fid, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
+        return [fid.decode()
+                for fid, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
 
     def project(self, text: str, now: Optional[float] = None, workspace: str = "",
                 task: str = "") -> dict:
@@ -631,8 +633,8 @@ class WorldModel:
         ws = resolve(workspace or str(s.workspace))
         idx = self.store.index
 
-        def where(t: str) -> str | None:
-            known = idx.workspace.get(t)
+        def where(txn, t: str) -> str | None:
+            known = idx.workspace(txn, t)
             return None if known is None else resolve(known or str(s.workspace))
         kws = X.keywords(text)
         named = {m.id for m in X.mentions(text)}
@@ -640,12 +642,12 @@ class WorldModel:
         with self.store.read() as txn:
             # only an entity that shares a word with the goal or that it names can be related
             # (rel > 0); in id order, the order a scan of the store gave the stable sort below
-            for eid in sorted(idx.entities_for(kws, named)):
+            for eid in sorted(idx.entities_for(txn, kws, named)):
                 e = self.store.get(txn, "entities", eid)
                 if e is None or e.get("forgotten"):
                     continue
                 if e["kind"] in ("file", "folder", "task") and e["episodes"] and \
-                        ws not in {where(t) for t in e["episodes"]}:
+                        not any(where(txn, t) == ws for t in e["episodes"]):
                     continue                                  # another workspace's
                 if task and e["episodes"] and set(e["episodes"]) <= {task}:
                     continue                              # the goal's own mention, nothing known
@@ -657,7 +659,7 @@ class WorldModel:
             ids = {e["id"]: min(1.0, rel) for rel, e in chosen}     # how related each one is
             chosen = [e for _, e in chosen]
             facts = [self.store.get(txn, "facts", fid)
-                     for fid in self._related_facts(idx, kws, ids, ws, now)]
+                     for fid in self._related_facts(idx, txn, kws, ids, ws, now)]
         if not facts and not chosen:
             return {"text": "", "entities": [], "facts": []}
         lines = [W.PROJECTION_HEADER]

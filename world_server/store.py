@@ -20,7 +20,8 @@ Sub-databases (values are msgpack maps):
              created_at, decided_at, decided_by, reason, link, ...} (seed 002 Def. 4)
   deadlines  id → {task, text, deadline, fired}: deadlines users stated (time pressure)
   audit      time-ordered key → {op, at, by, ...}: operator changes (forget, accept, reject)
-  meta       schema version
+  meta       schema version, the index's version
+  ix_*       the lookups of the per-task paths (index.py), written with the records they index
 
 Concurrency: one process owns the directory (an flock on owner.lock; a second instance refuses to
 start). Inside it one lock serialises every transaction, so a map resize never races a reader;
@@ -42,11 +43,11 @@ import msgpack
 
 from services.runtime.lmdbstore import OwnedEnv
 
-from .index import WorldIndex, build as build_index
+from . import index as ix
 
 SCHEMA_VERSION = 1
 DBS = ("entities", "facts", "sp", "edges", "episodes", "intents", "goals", "deadlines", "audit",
-       "meta")
+       "meta") + tuple(ix.DBS)
 INDEXED = ("episodes", "goals", "entities", "facts")   # what index.py keeps lookups of
 MAX_EPISODES_PER_ENTITY = 20
 MAX_FACT_EPISODES = 20
@@ -80,25 +81,17 @@ class WorldStore:
     def __init__(self, path: Path | str, map_size: int = 256 << 20, *, readonly: bool = False):
         self.path = Path(path)
         self._owned = OwnedEnv(self.path, what="world", dbs=DBS, map_size=map_size,
-                               error=WorldError, locked=WorldLocked, readonly=readonly)
+                               error=WorldError, locked=WorldLocked, readonly=readonly,
+                               dupsort=[n for n, dup in ix.DBS.items() if dup])
         self.env, self.db = self._owned.env, self._owned.db
         self._lock = threading.RLock()
         self.commits = 0
         self.resizes = 0
-        self._index: WorldIndex | None = None
-        self._staged: list[tuple[str, str, Any]] = []   # this write transaction's puts
+        self.index = ix.WorldIndex(self.db)   # the per-task paths' lookups, in the store
         if not readonly:
             self._owned.check_schema(SCHEMA_VERSION)
-            self.index                                    # one scan now, none per task
-
-    @property
-    def index(self) -> WorldIndex:
-        """The in-memory lookups of the per-task paths (index.py), current with every commit."""
-        with self._lock:
-            if self._index is None:
-                with self.read() as txn:
-                    self._index = build_index({db: self.scan(txn, db) for db in INDEXED})
-            return self._index
+            self.transact(lambda txn: self.index.ensure(
+                txn, b"index", self.db["meta"], lambda db: self.scan(txn, db)))
 
     # -- ownership and transactions --------------------------------------------------------------
     def close(self) -> None:
@@ -122,18 +115,9 @@ class WorldStore:
         with self._lock:
             if self.env is None:
                 raise WorldError("the world store is closed")
-            self._staged = []
-            try:
-                with self.env.begin(write=True) as txn:
-                    yield txn
-            except BaseException:
-                self._staged = []                # aborted: nothing of it reaches the index
-                raise
-            staged, self._staged = self._staged, []
+            with self.env.begin(write=True) as txn:
+                yield txn
             self.commits += 1
-            if self._index is not None:
-                for db, key, value in staged:
-                    self._index.put(db, key, value)
 
     def transact(self, fn):
         """Run fn(txn) in a write transaction, growing the map and retrying when it is full."""
@@ -150,16 +134,18 @@ class WorldStore:
 
     # -- generic access ----------------------------------------------------------------------------
     def get(self, txn, db: str, key: str) -> Any:
-        return _unpack(txn.get(key.encode(), db=self.db[db]))
+        return _unpack(txn.get(self.index.lookup(key), db=self.db[db]))
 
     def put(self, txn, db: str, key: str, value: Any) -> None:
-        txn.put(key.encode(), _pack(value), db=self.db[db])
-        if db in INDEXED:
-            self._staged.append((db, key, value))
+        raw = self.index.key(txn, key)           # a digest for a key too long for LMDB
+        if db in INDEXED:                        # indexed in the same transaction: atomic
+            new = db == "entities" and txn.get(raw, db=self.db[db]) is None
+            self.index.put(txn, db, key, value, new)
+        txn.put(raw, _pack(value), db=self.db[db])
 
     def scan(self, txn, db: str) -> Iterator[tuple[str, Any]]:
         for k, v in txn.cursor(db=self.db[db]):
-            yield k.decode(), _unpack(v)
+            yield self.index.text(txn, k), _unpack(v)
 
     def all(self, db: str) -> list[Any]:
         with self.read() as txn:
@@ -291,7 +277,8 @@ class WorldStore:
     # -- listing ----------------------------------------------------------------------------------
     def stats(self) -> dict:
         with self.read() as txn:
-            out = {n: txn.stat(self.db[n])["entries"] for n in DBS if n not in ("meta", "sp")}
+            out = {n: txn.stat(self.db[n])["entries"] for n in DBS
+                   if n not in ("meta", "sp") and n not in ix.DBS}
         out.update(commits=self.commits, resizes=self.resizes)
         return out
 

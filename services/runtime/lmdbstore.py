@@ -20,16 +20,17 @@ class OwnedEnv:
     """The environment at `path`, its named sub-databases, and (unless read-only) the owner lock.
 
     `what` names the store in messages ("memory", "world"); `error` is raised when the store
-    cannot be opened, `locked` when another process owns it."""
+    cannot be opened, `locked` when another process owns it. The sub-databases in `dup` keep
+    many fixed-size values per key, those in `dupsort` many values of any size (≤ 511 bytes)."""
 
     def __init__(self, path: Path | str, *, what: str, dbs: Iterable[str], map_size: int,
                  error: type[Exception], locked: type[Exception], readonly: bool = False,
-                 dup: Iterable[str] = (), max_readers: int = 126):
+                 dup: Iterable[str] = (), dupsort: Iterable[str] = (), max_readers: int = 126):
         self.path = Path(path)
         self.what = what
         self.error = error
         self.lock_fd: int | None = None
-        dbs, dup = list(dbs), set(dup)
+        dbs, dup, dupsort = list(dbs), set(dup), set(dup) | set(dupsort)
         if not readonly:
             self.path.mkdir(parents=True, exist_ok=True)
             self.lock_fd = self._acquire(locked)
@@ -43,7 +44,7 @@ class OwnedEnv:
             self.release()
             raise error(f"cannot open the {what} store at {self.path}: {exc}") from exc
         self.db = {name: self.env.open_db(name.encode(), create=not readonly,
-                                          dupsort=name in dup, dupfixed=name in dup)
+                                          dupsort=name in dupsort, dupfixed=name in dup)
                    for name in dbs}
 
     def _acquire(self, locked: type[Exception]) -> int:
