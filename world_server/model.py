@@ -597,14 +597,13 @@ class WorldModel:
         workspace ranks by its recency alone, so below the latest `world_projection_facts` of
         them (ties kept). Ties go by id, the order a scan of the store gave."""
         k = self.s.world_projection_facts
-        shared = idx.facts_for(txn, kws, ids)
-        metas = idx.metas(txn, shared)
+        shared, metas = idx.facts_for(txn, kws, ids)
         found = {}
         for fid, n in shared.items():
             if (rank := fact_rank(metas[fid], n, ids, ws, now)) is not None:
                 found[fid] = rank
         latest: list[float] = []
-        for _, fid in idx.newest_in(txn, ws):
+        for fid in idx.newest_in(txn, ws):
             meta = idx.meta(txn, fid)
             if (rank := fact_rank(meta, shared.get(fid, 0), ids, ws, now)) is None:
                 continue
