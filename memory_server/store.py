@@ -49,7 +49,7 @@ import msgpack
 import numpy as np
 
 from protocol.messages import Megram
-from services.runtime.lmdbstore import OwnedEnv
+from services.runtime.lmdbstore import OwnedEnv, ResizeGate
 
 from . import mkct
 from .layout import (DBS, F8, FLAGS_AT, FUTURE_SKEW_S, LEVEL_AT, MAX_ID_CHARS, MAX_TAG_CHARS,
@@ -60,46 +60,6 @@ from .mkct import (ENTRY_BYTES, FLAG_CONSOLIDATED, FLAG_LIFECYCLE, KEY_BYTES, KE
 from .queries import Queries
 
 log = logging.getLogger("artoo.memory.store")
-
-
-# ---------------------------------------------------------------------------------------------
-# a gate that lets readers share the environment and a map resize have it alone
-# ---------------------------------------------------------------------------------------------
-
-class _ResizeGate:
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._resizing = False
-
-    @contextmanager
-    def shared(self):
-        with self._cond:
-            while self._resizing:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
-
-    @contextmanager
-    def exclusive(self):
-        with self._cond:
-            while self._resizing:
-                self._cond.wait()
-            self._resizing = True
-            while self._readers:
-                self._cond.wait()
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._resizing = False
-                self._cond.notify_all()
 
 
 class _Op:
@@ -135,7 +95,7 @@ class MemoryStore(Queries):
                                error=StoreError, locked=StoreLocked, readonly=readonly,
                                dup=("tags", "levels"), max_readers=512)
         self.env, self.db = self._owned.env, self._owned.db
-        self._gate = _ResizeGate()
+        self._gate = ResizeGate()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
         self._closed = False

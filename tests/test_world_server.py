@@ -333,3 +333,46 @@ def test_a_model_reads_facts_from_answers_off_the_task_path_bounded_and_under_la
                             + s["service"].get("extract_skipped", 0) >= 3, "the bound")
         assert stats["service"]["extract_calls"] == 2 and stats["service"]["extract_skipped"] == 1
         assert llm.calls("world") == 2
+
+
+def test_a_projection_is_answered_beside_its_own_goal_being_recorded_other_queries_after(
+        tmp_path):
+    """Observations are recorded on a thread of their own, in order. A goal's projection does
+    not wait for its own UserRequest's commit (it leaves that task's mentions out), and reads the
+    store beside the write in progress; any other query waits for what arrived before it."""
+    from types import SimpleNamespace
+    from protocol.settings import load_settings
+    from world_server.model import WorldModel
+    from world_server.server import WorldService
+    from world_server.store import WorldStore
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    settings = load_settings(home=tmp_path / "home", workspace=ws)
+    service = WorldService(WorldModel(WorldStore(settings.world_path), settings))
+    committing, release = threading.Event(), threading.Event()
+
+    def slow_record(env, msg):              # the goal's UserRequest, mid-commit
+        def tx(txn):
+            service.model.store.put(txn, "audit", "k", {"op": "x"})
+            committing.set()
+            assert release.wait(WAIT)
+        service.model.store.transact(tx)
+        return True
+    try:
+        service.observe(slow_record)(SimpleNamespace(task="t2", id="m1"), None)
+        assert committing.wait(WAIT)
+        project = service.on_query(SimpleNamespace(sender="perceiver"), WorldQuery(
+            op="project", text="count the lines", workspace=str(ws), task_id="t2"))
+        assert project.ok and not release.is_set()      # answered while the commit waits
+        seen: list[int] = []
+        stats = threading.Thread(target=lambda: seen.append(service.on_query(
+            SimpleNamespace(sender="user"), WorldQuery(op="stats")).stats["service"]["observed"]))
+        stats.start()
+        stats.join(0.5)
+        assert stats.is_alive() and not seen            # waits for the recording before it
+        release.set()
+        stats.join(WAIT)
+        assert seen == [0] and "m1" in service.live     # (slow_record bypasses the counter)
+    finally:
+        release.set()
+        service.close()

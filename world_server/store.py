@@ -41,7 +41,7 @@ from typing import Any, Iterator
 import lmdb
 import msgpack
 
-from services.runtime.lmdbstore import OwnedEnv
+from services.runtime.lmdbstore import OwnedEnv, ResizeGate
 
 from . import index as ix
 
@@ -76,7 +76,8 @@ def stable_id(*parts: Any) -> str:
 
 
 class WorldStore:
-    """The world store. Every public method is safe from any thread."""
+    """The world store. Every public method is safe from any thread: one writer at a time,
+    readers beside it."""
 
     def __init__(self, path: Path | str, map_size: int = 256 << 20, *, readonly: bool = False):
         self.path = Path(path)
@@ -84,7 +85,8 @@ class WorldStore:
                                error=WorldError, locked=WorldLocked, readonly=readonly,
                                dupsort=[n for n, dup in ix.DBS.items() if dup])
         self.env, self.db = self._owned.env, self._owned.db
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()        # one writer at a time
+        self._gate = ResizeGate()             # readers run beside it, never beside a resize
         self.commits = 0
         self.resizes = 0
         self.index = ix.WorldIndex(self.db)   # the per-task paths' lookups, in the store
@@ -95,7 +97,7 @@ class WorldStore:
 
     # -- ownership and transactions --------------------------------------------------------------
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._gate.exclusive():
             if self.env is not None:
                 self.env.close()
                 self.env = None
@@ -103,7 +105,9 @@ class WorldStore:
 
     @contextmanager
     def read(self) -> Iterator[lmdb.Transaction]:
-        with self._lock:
+        """A read transaction: a snapshot of the last commit, taken beside a write in progress
+        (a goal's projection is not held up by a task being recorded)."""
+        with self._gate.shared():
             if self.env is None:
                 raise WorldError("the world store is closed")
             with self.env.begin() as txn:
@@ -127,9 +131,10 @@ class WorldStore:
                     with self.write() as txn:
                         return fn(txn)
                 except lmdb.MapFullError:
-                    size = self.env.info()["map_size"]
-                    self.env.set_mapsize(size * 2)
-                    self.resizes += 1
+                    with self._gate.exclusive():
+                        size = self.env.info()["map_size"]
+                        self.env.set_mapsize(size * 2)
+                        self.resizes += 1
             raise WorldError("the world store could not grow its map")
 
     # -- generic access ----------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
 
@@ -72,3 +74,43 @@ class OwnedEnv:
             elif msgpack.unpackb(raw) != version:
                 raise self.error(f"{self.what} store schema {msgpack.unpackb(raw)} is not "
                                  f"{version}")
+
+
+class ResizeGate:
+    """Lets readers share an environment and a map resize have it alone: LMDB's readers need no
+    lock against its writer (each sees the last commit), but growing the map must wait until no
+    transaction of this process is open."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._resizing = False
+
+    @contextmanager
+    def shared(self):
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self):
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._resizing = True
+            while self._readers:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._resizing = False
+                self._cond.notify_all()
