@@ -6,13 +6,13 @@ Before the index, a goal's projection read and unpacked every episode, entity an
 recorded, and closing a task every goal: the perceiver's wait for its projection grew with the
 daemon's history (`benchmarks/bench_world.py`: 2.1 ms at 100 tasks, 67 ms at 3,000). Kept in
 memory, the index grew the world process by ≈ 2 KB a task (tracemalloc) for as long as the store
-kept the task (docs/RELIABILITY.md, "Soak"); kept here it is written in the transaction that
-writes the record it indexes (atomic with it, out of an aborted one) and read through the page
-cache. It holds ids, words and each fact's few ranking inputs, never whole records: the
-projection ranks the facts a lookup gives from those inputs and reads only the chosen ones (and
-the candidate entities) from the store — the same projection as ranking everything, as long as no word of the goal is shared
-by more than WORD_CANDIDATES facts. A store written before the index gets it built from one scan
-when the world opens it (`WorldIndex.ensure`).
+kept the task (docs/RELIABILITY.md, "Soak"); kept here it is written in the transaction that writes
+the record it indexes (atomic with it, out of an aborted one) and read through the page cache. It
+holds ids, words and each fact's few ranking inputs, never whole records: the projection ranks the
+facts a lookup gives from those inputs and reads only the chosen ones (and the candidate entities)
+from the store — the same projection as ranking everything, as long as no word of the goal is
+shared by more than WORD_CANDIDATES facts. A store written before the index gets it built from one
+scan when the world opens it (`WorldIndex.ensure`).
 """
 from __future__ import annotations
 
