@@ -288,6 +288,30 @@ def test_gaps_are_counted_and_duplicate_work_is_handled_once(probe, settings, bu
     assert [line.split()[0] for line in lines].count(assign.id) == 1
 
 
+def test_the_senders_a_receiver_counts_gaps_for_are_bounded(probe, settings, bus_clients):
+    """Every subtask's effector is a new sender: a long-lived receiver keeps at most
+    2 × SENDERS_CAP senders' last sequence numbers, and still counts a gap after dropping some."""
+    from protocol.bus.common import SENDERS_CAP
+    probe()
+    client = bus_clients("planner")
+    raw = RawPublisher(settings)
+    try:
+        raw.sync_with_probe(client)
+        for i in range(2 * SENDERS_CAP + 100):           # short-lived senders, one message each
+            raw.send(b"EffectorStarted/mal", effector_started(f"s{i}", node=f"eff-{i}"))
+        for seq in (1, 4):                                # 2 and 3 never arrive
+            raw.send(b"EffectorStarted/mal", effector_started(f"late{seq}", node="late",
+                                                              seq=seq))
+        raw.send(b"EffectorStarted/mal", effector_started("end", node="late", seq=5))
+        deadline = time.monotonic() + 30
+        while (stats := probe_stats(client))["last"] != "end":
+            assert time.monotonic() < deadline
+    finally:
+        raw.close()
+    assert SENDERS_CAP < stats["senders"] <= 2 * SENDERS_CAP
+    assert stats["gaps"].get("late") == 2
+
+
 # ----------------------------------------------------------------------------------------------
 # acknowledged work across a proxy restart
 # ----------------------------------------------------------------------------------------------

@@ -334,7 +334,7 @@ class BusClient(Inbound):
             "gaps": dict(self.gaps), "unacked": len(self._pending), "lost": self.lost,
             "handler_errors": self.handler_errors, "in_flight": self._in_flight,
             "signed": self._signer is not None, "duplicates": self.duplicates,
-            "deferred": self.deferred,
+            "deferred": self.deferred, "senders": len(self._last_seq),
         }
 
     def owns(self, task_id: str) -> bool:

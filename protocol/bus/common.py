@@ -12,6 +12,10 @@ from ..envelope import Envelope, topic_for
 Handler = Callable[[Envelope, Any], Any]
 ALL = "*"
 LRU_CAP = 8192
+# (sender node, stream) pairs whose last seq a receiver keeps to count gaps: the oldest half goes
+# when 2 × SENDERS_CAP are kept. Every subtask's effector is a new sender, so this is what grows
+# with the tasks a long-lived role hears from (≈ 250 bytes a pair): 16,384 pairs were ≈ 4 MB.
+SENDERS_CAP = 1024
 
 
 class _Defer:

@@ -23,7 +23,7 @@ import zmq
 from .. import tracecontext
 from ..envelope import Envelope, ProtocolError, decode, parse_body
 from ..messages import Body
-from .common import ALL, DEFER, LRU_CAP, Subscription
+from .common import ALL, DEFER, SENDERS_CAP, Subscription
 
 log = logging.getLogger("artoo.bus")
 
@@ -73,8 +73,8 @@ class Inbound:
                     for node, _ in self.gaps.most_common()[256:]:
                         del self.gaps[node]
             if last is None or env.seq > last:
-                if last is None and len(self._last_seq) >= LRU_CAP * 2:
-                    for old in list(self._last_seq)[:LRU_CAP]:  # oldest senders first
+                if last is None and len(self._last_seq) >= SENDERS_CAP * 2:
+                    for old in list(self._last_seq)[:SENDERS_CAP]:  # oldest senders first
                         del self._last_seq[old]
                 self._last_seq[key] = env.seq
         tname = env.type
