@@ -24,7 +24,7 @@ from audit_support import wait_until
 from conftest import REPO, start_process, stop_process, wait_bus_ready
 from protocol import curve
 from protocol.bus import BusClient, BusTimeout
-from protocol.bus.common import DEFER, ReplyCache, ReplySlot
+from protocol.bus.common import DEFER, ReplyCache, ReplySlot, SeenSet
 from protocol.bus.outbox import Outbox
 from protocol.envelope import Envelope, encode, topic_for
 from protocol.messages import (EffectorStarted, MemoryQuery, MemoryResult, PlanningFailed,
@@ -548,6 +548,24 @@ def test_the_reply_cache_forgets_by_age_and_by_count():
     for key in "def":
         cache.put(key, [key.encode()], now=32.0)
     assert len(cache) == 3 and cache.get("b", now=32.0) is None     # the count bound
+
+
+def test_a_seen_set_keeps_keys_for_its_count_and_with_an_age_for_that_long():
+    counted = SeenSet(4)
+    for key in range(9):
+        counted.add(key)
+    assert all(k in counted for k in range(4, 9)) and 0 not in counted   # the last 4 at least
+    aged = SeenSet(1000, max_age_s=60.0)
+    aged.add("first")
+    aged._born -= 59.0                       # 59 s on: still the young generation
+    aged.add("second")
+    assert "first" in aged and "second" in aged and len(aged.old) == 0
+    aged._born -= 2.0                        # past 60 s: the next key starts a new generation
+    aged.add("third")
+    assert {"first", "second", "third"} <= aged.young | aged.old and len(aged.young) == 0
+    aged._born -= 61.0
+    aged.add("fourth")                       # over 60 s later, the keys before it are gone
+    assert "first" not in aged and "third" not in aged and "fourth" in aged
 
 
 def test_resends_survive_senders_on_other_threads(bus_process, settings, bus_clients):

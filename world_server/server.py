@@ -40,7 +40,7 @@ log = logging.getLogger("artoo.world")
 DEADLINE_CHECK_S = 15.0
 REPLAY_TICK_S = 1.0            # how often the loop asks whether a replay pass is due
 LIVE_IDS = LRU_CAP             # ids handled live (4 a task) that a replay pass skips: a pass
-                               # every 30 s meets far fewer; ≤ 2 × 8,192 ids (≈ 1.5 MB)
+                               # every 30 s meets far fewer; ≤ 2 × 8,192 ids (≈ 2.3 MB)
 _MAX_N = 500
 OBSERVE_QUEUE = 1024           # observations waiting for the observer thread
 
@@ -57,8 +57,9 @@ class WorldService:
         self.extractor: Extractor | None = None
         self._system_busy = threading.Lock()
         # what the live path handled: a replay pass reads it back from the audit log (its
-        # position is saved only now and then) and need not handle it again
-        self.live = SeenSet(LIVE_IDS)
+        # position is saved at the end of each pass) and need not handle it again; kept for two
+        # passes' time (one forgotten is only handled again: the handlers are idempotent)
+        self.live = SeenSet(LIVE_IDS, max_age_s=2 * max(30.0, model.s.world_replay_interval_s))
         # observations are recorded in arrival order on a thread of their own: each is a synced
         # commit (≈ 1–2 ms), and on the bus loop it held up the perceiver's projection query
         # that arrives right behind a task's UserRequest. A query still sees every observation

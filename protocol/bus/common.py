@@ -165,14 +165,18 @@ class ReplyCache:
 class SeenSet:
     """Membership of the last `cap` keys at least (at most 2 × cap): two generations of plain
     sets, swapped when the young one is full. O(1) and a C call per lookup and insert, where an
-    ordered LRU costs a move-to-end and a size check in Python per message."""
+    ordered LRU costs a move-to-end and a size check in Python per message. With `max_age_s` the
+    generations are swapped that often too: a key is kept at least that long (or for `cap` more
+    keys), for a set that is needed only so long and would otherwise fill at a slow rate."""
 
-    __slots__ = ("cap", "young", "old")
+    __slots__ = ("cap", "young", "old", "max_age_s", "_born")
 
-    def __init__(self, cap: int):
+    def __init__(self, cap: int, max_age_s: float = 0.0):
         self.cap = cap
         self.young: set = set()
         self.old: set = set()
+        self.max_age_s = max_age_s
+        self._born = time.monotonic()
 
     def __contains__(self, key) -> bool:
         return key in self.young or key in self.old
@@ -180,8 +184,10 @@ class SeenSet:
     def add(self, key) -> None:
         young = self.young
         young.add(key)
-        if len(young) >= self.cap:
+        if len(young) >= self.cap or (
+                self.max_age_s and time.monotonic() - self._born >= self.max_age_s):
             self.old, self.young = young, set()
+            self._born = time.monotonic()
 
     def __len__(self) -> int:
         return len(self.young | self.old)
