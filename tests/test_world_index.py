@@ -255,3 +255,37 @@ def test_a_common_word_brings_only_its_latest_facts_to_the_ranking(world, monkey
         got = world.project(text, now=now, workspace=str(world.ws))
         want = reference(world, text, now, ws)
         assert [f["id"] for f in got["facts"]] == want["facts"], text
+
+
+def test_a_projection_reads_beside_a_write_in_progress_and_a_resize_waits_for_readers(world):
+    """LMDB readers see the last commit without waiting for the writer (the world's queries run
+    beside the observation being recorded); growing the map waits until no reader is open."""
+    import threading
+    st, now = world.store, 1_800_000_000.0
+    fill(world, random.Random(1), 20, now, other=str(world.ws) + "-other")
+    writing, release = threading.Event(), threading.Event()
+
+    def slow(txn):
+        st.put(txn, "audit", "k", {"op": "x"})
+        writing.set()
+        assert release.wait(20)
+    writer = threading.Thread(target=lambda: st.transact(slow))
+    writer.start()
+    try:
+        assert writing.wait(20)
+        got = world.project("the disk usage report csv", now=now, workspace=str(world.ws))
+        assert got["facts"] and not release.is_set()      # answered while the commit waits
+    finally:
+        release.set()
+        writer.join(20)
+    grown = threading.Event()
+
+    def resize():
+        with st._gate.exclusive():          # what transact() holds to grow the map
+            grown.set()
+    with st.read():
+        resize = threading.Thread(target=resize)
+        resize.start()
+        assert not grown.wait(0.3)                        # a reader is open: the resize waits
+    resize.join(20)
+    assert grown.is_set()

@@ -22,7 +22,6 @@ commit, so it survives kill -9 of the whole tree.
 from __future__ import annotations
 
 import logging
-import queue
 import sys
 import threading
 
@@ -42,7 +41,6 @@ REPLAY_TICK_S = 1.0            # how often the loop asks whether a replay pass i
 LIVE_IDS = LRU_CAP             # ids handled live (4 a task) that a replay pass skips: a pass
                                # every 30 s meets far fewer; ≤ 2 × 8,192 ids (≈ 2.3 MB)
 _MAX_N = 500
-OBSERVE_QUEUE = 1024           # observations waiting for the observer thread
 
 
 class WorldService:
@@ -60,59 +58,13 @@ class WorldService:
         # position is saved at the end of each pass) and need not handle it again; kept for two
         # passes' time (one forgotten is only handled again: the handlers are idempotent)
         self.live = SeenSet(LIVE_IDS, max_age_s=2 * max(30.0, model.s.world_replay_interval_s))
-        # observations are recorded in arrival order on a thread of their own: each is a synced
-        # commit (≈ 1–2 ms), and on the bus loop it held up the perceiver's projection query
-        # that arrives right behind a task's UserRequest. A query still sees every observation
-        # that arrived before it (`_caught_up`). Bounded: a full queue holds the loop up as the
-        # handler itself did.
-        self._observed: queue.Queue = queue.Queue(OBSERVE_QUEUE)
-        self._closing = False
-        self._progress = threading.Condition()
-        self._queued = self._recorded = 0       # observations given to / done by the thread
-        self._tail_task, self._before_tail = None, 0   # the last run of one task's messages
-        self._observer = threading.Thread(target=self._record, name="world-observe",
-                                          daemon=True)
-        self._observer.start()
 
     def observe(self, handler):
-        """The live path's `handler` for the bus: queued for the observer thread, which notes
-        each message it handled."""
+        """The live path's `handler` for the bus, noting each message it handled."""
         def on_message(env, msg) -> None:
-            if self._closing:          # a replay pass at the next start records it
-                return
-            with self._progress:
-                if env.task != self._tail_task:
-                    self._tail_task, self._before_tail = env.task, self._queued
-                self._queued += 1
-            self._observed.put((handler, env, msg))
+            if handler(env, msg):
+                self.live.add(env.id)
         return on_message
-
-    def _record(self) -> None:
-        while (item := self._observed.get()) is not None:
-            handler, env, msg = item
-            try:
-                if handler(env, msg):
-                    self.live.add(env.id)
-            finally:
-                with self._progress:
-                    self._recorded += 1
-                    self._progress.notify_all()
-
-    def _caught_up(self, task: str | None = None, timeout: float = 10.0) -> None:
-        """Wait until every observation that arrived before now is recorded — but those of
-        `task` at the end of the queue: a goal's projection leaves its own task's mentions out
-        and need not wait for its UserRequest to be committed."""
-        with self._progress:
-            upto = self._before_tail if task and task == self._tail_task else self._queued
-            self._progress.wait_for(lambda: self._recorded >= upto or not
-                                    self._observer.is_alive(), timeout)
-
-    def drain(self, timeout: float = 10.0) -> None:
-        """Stop the observer thread once what it was given is recorded."""
-        self._closing = True
-        if self._observer.is_alive():
-            self._observed.put(None)
-            self._observer.join(timeout)
 
     def _guard(self, what: str, fn, *args, count: bool = True) -> bool:
         """An observation must never take the process down; count and log the failure. True
@@ -184,7 +136,6 @@ class WorldService:
     # -- queries -----------------------------------------------------------------------------------
     def on_query(self, env, q: WorldQuery) -> WorldResult:
         self.queries += 1
-        self._caught_up(q.task_id if q.op == "project" else None)
         try:
             return self.answer(q, env.sender)
         except (WorldError, ValueError) as exc:
@@ -240,7 +191,6 @@ class WorldService:
         return out
 
     def close(self) -> None:
-        self.drain()
         if self.replayer is not None:
             self.replayer.stop()
         if self.extractor is not None:
