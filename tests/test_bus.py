@@ -91,6 +91,15 @@ class RawPublisher:
                 return stats["handled"]
         raise TimeoutError("raw publisher never reached the probe")
 
+    def end(self, client: BusClient, node: str, seq: int) -> dict:
+        """Send a last message (subtask "end") and return the probe's counters once it has
+        handled it: everything sent before has been through the probe."""
+        self.send(b"EffectorStarted/mal", effector_started("end", node=node, seq=seq))
+        deadline = time.monotonic() + 30
+        while (stats := probe_stats(client))["last"] != "end":
+            assert time.monotonic() < deadline
+        return stats
+
     def close(self) -> None:
         self.sock.close()
         self.ctx.term()
@@ -277,10 +286,7 @@ def test_gaps_are_counted_and_duplicate_work_is_handled_once(probe, settings, bu
         payload = encode(assign)
         for _ in range(3):  # a re-sent work message: same id three times
             raw.send(b"SubTaskAssign/t-dup", payload)
-        raw.send(b"EffectorStarted/mal", effector_started("end", node="gappy", seq=10))
-        deadline = time.monotonic() + 30
-        while (stats := probe_stats(client))["last"] != "end":
-            assert time.monotonic() < deadline
+        stats = raw.end(client, node="gappy", seq=10)
     finally:
         raw.close()
     assert stats["gaps"].get("gappy") == 4
@@ -302,10 +308,7 @@ def test_the_senders_a_receiver_counts_gaps_for_are_bounded(probe, settings, bus
         for seq in (1, 4):                                # 2 and 3 never arrive
             raw.send(b"EffectorStarted/mal", effector_started(f"late{seq}", node="late",
                                                               seq=seq))
-        raw.send(b"EffectorStarted/mal", effector_started("end", node="late", seq=5))
-        deadline = time.monotonic() + 30
-        while (stats := probe_stats(client))["last"] != "end":
-            assert time.monotonic() < deadline
+        stats = raw.end(client, node="late", seq=5)
     finally:
         raw.close()
     assert SENDERS_CAP < stats["senders"] <= 2 * SENDERS_CAP
