@@ -125,22 +125,22 @@ class WorldIndex:
         return cur.iternext_dup() if cur.set_key(self.lookup(key)) else iter(())
 
     # -- writing -------------------------------------------------------------------------------
-    def put(self, txn, db: str, key: str, value: Any, new: bool) -> None:
-        """One value the transaction `txn` writes into sub-database `db` (`new`: none before)."""
+    def put(self, txn, db: str, key: str, value: Any) -> None:
+        """One value the transaction `txn` writes into sub-database `db`."""
         add = self._ADD.get(db)
         if add is not None and isinstance(value, dict):
-            add(self, txn, key, value, new)
+            add(self, txn, key, value)
 
     def _add(self, txn, name: str, key: str, value: str) -> None:
         txn.put(self.key(txn, key), self.key(txn, value), db=self.db[name])
 
-    def _episode(self, txn, task: str, ep: dict, new: bool) -> None:
+    def _episode(self, txn, task: str, ep: dict) -> None:
         txn.put(self.key(txn, task), (ep.get("workspace") or "").encode(), db=self.db["ix_ws"])
         session = ep.get("session") or ""
         if session.startswith("schedule:"):
             self._add(txn, "ix_session", session, task)
 
-    def _goal(self, txn, gid: str, goal: dict, new: bool) -> None:
+    def _goal(self, txn, gid: str, goal: dict) -> None:
         run = (goal.get("link") or {}).get("run_id")
         if run:
             self._add(txn, "ix_goalrun", run, gid)
@@ -150,17 +150,18 @@ class WorldIndex:
             if at > self.slug_proposed(txn, slug):
                 txn.put(self.key(txn, slug), _DOUBLE.pack(at), db=self.db["ix_slug"])
 
-    def _entity(self, txn, eid: str, ent: dict, new: bool) -> None:
-        if new:
-            for w in name_words(ent.get("name", "")):
-                self._add(txn, "ix_entword", w, eid)
+    def _entity(self, txn, eid: str, ent: dict) -> None:
+        # a name never changes: writing its (word, id) pairs again adds nothing
+        for w in name_words(ent.get("name", "")):
+            self._add(txn, "ix_entword", w, eid)
 
-    def _fact(self, txn, fid: str, f: dict, new: bool) -> None:
-        known = txn.get(self.key(txn, fid), db=self.db["ix_meta"]) is not None
-        txn.put(self.key(txn, fid), msgpack.packb(tuple(fact_meta(f))), db=self.db["ix_meta"])
+    def _fact(self, txn, fid: str, f: dict) -> None:
+        fkey = fid.encode()                      # a fact id: never too long for a key
+        known = txn.get(fkey, db=self.db["ix_meta"]) is not None
+        txn.put(fkey, msgpack.packb(tuple(fact_meta(f))), db=self.db["ix_meta"])
         if known:                                # invalidated or forgotten since: current above
             return
-        posting = sortable(f["valid_at"]) + fid.encode()      # a fact id: never too long
+        posting = sortable(f["valid_at"]) + fkey
         for w in fact_words(f):
             txn.put(self.key(txn, w), posting, db=self.db["ix_factword"])
         txn.put(self.key(txn, f["subject"]), posting, db=self.db["ix_subject"])
@@ -169,6 +170,7 @@ class WorldIndex:
 
     _ADD: dict[str, Callable] = {"episodes": _episode, "goals": _goal, "entities": _entity,
                                  "facts": _fact}
+    COVERS = frozenset(_ADD)                     # the sub-databases whose values it indexes
 
     def ensure(self, txn, version_key: bytes, meta_db, rows: Callable[[str], Iterable]) -> bool:
         """Build the index from one scan of the store unless it is there (a store written before
@@ -179,7 +181,7 @@ class WorldIndex:
             txn.drop(self.db[name], delete=False)
         for db in self._ADD:
             for key, value in rows(db):
-                self.put(txn, db, key, value, new=True)
+                self.put(txn, db, key, value)
         txn.put(version_key, msgpack.packb(VERSION), db=meta_db)
         return True
 

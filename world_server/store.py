@@ -24,8 +24,9 @@ Sub-databases (values are msgpack maps):
   ix_*       the lookups of the per-task paths (index.py), written with the records they index
 
 Concurrency: one process owns the directory (an flock on owner.lock; a second instance refuses to
-start). Inside it one lock serialises every transaction, so a map resize never races a reader;
-the world's traffic is a few messages per task. LMDB's synced commits make every acknowledged
+start). Inside it one lock serialises the write transactions; readers run beside them (each sees
+the last commit) and only a map resize waits for them (`ResizeGate`); the world's traffic is a
+few messages per task. LMDB's synced commits make every acknowledged
 change survive SIGKILL.
 """
 from __future__ import annotations
@@ -48,7 +49,6 @@ from . import index as ix
 SCHEMA_VERSION = 1
 DBS = ("entities", "facts", "sp", "edges", "episodes", "intents", "goals", "deadlines", "audit",
        "meta") + tuple(ix.DBS)
-INDEXED = ("episodes", "goals", "entities", "facts")   # what index.py keeps lookups of
 MAX_EPISODES_PER_ENTITY = 20
 MAX_FACT_EPISODES = 20
 MAX_INTENT_HISTORY = 50
@@ -142,11 +142,9 @@ class WorldStore:
         return _unpack(txn.get(self.index.lookup(key), db=self.db[db]))
 
     def put(self, txn, db: str, key: str, value: Any) -> None:
-        raw = self.index.key(txn, key)           # a digest for a key too long for LMDB
-        if db in INDEXED:                        # indexed in the same transaction: atomic
-            new = db == "entities" and txn.get(raw, db=self.db[db]) is None
-            self.index.put(txn, db, key, value, new)
-        txn.put(raw, _pack(value), db=self.db[db])
+        if db in ix.WorldIndex.COVERS:           # indexed in the same transaction: atomic
+            self.index.put(txn, db, key, value)
+        txn.put(self.index.key(txn, key), _pack(value), db=self.db[db])   # (a digest if too long)
 
     def scan(self, txn, db: str) -> Iterator[tuple[str, Any]]:
         for k, v in txn.cursor(db=self.db[db]):
