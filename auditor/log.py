@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import msgpack
-
+from protocol.envelope import pack
 from services.runtime.auditlog import (  # noqa: F401  (the reader lives in the runtime)
     FIXED_BODY, FORMAT_VERSION, GAP, GENESIS, HASH_SIZE, HEADER_SIZE, KIND_NAMES, MAGIC, MAX_BODY,
     MSG, PREFIX, RAW, RECORD_OVERHEAD, REPAIR, SEGMENT_HEADER, SEGMENT_RE, SUB, Record,
@@ -224,7 +223,7 @@ class LogWriter:
                     "offset": scan.valid_end, "first_bad_seq": scan.last_seq + 1,
                     "reason": scan.problem, "continued_from_seq": self.last_seq}
         self.repairs.append(note)
-        self.append(REPAIR, time.time(), b"", msgpack.packb(note, use_bin_type=True))
+        self.append(REPAIR, time.time(), b"", pack(note))
         self.sync()
         return self
 

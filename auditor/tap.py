@@ -17,11 +17,11 @@ import signal
 import threading
 import time
 
-import msgpack
 import zmq
 
 from protocol import curve
 from protocol.bus import BusClient
+from protocol.envelope import pack
 from protocol.settings import Settings
 from services.runtime.capture import ACK, BATCH_HEAD, DATA, FROM, ITEM, LOST, LOST_RANGE, POS
 from services.runtime.role import run_role
@@ -180,7 +180,7 @@ class Tap:
                 note = {"epoch": epoch, "first_cseq": first, "last_cseq": last,
                         "count": last - first + 1,
                         "reason": "capture buffer bound exceeded while the tap was behind"}
-                self.writer.append(GAP, time.time(), b"", msgpack.packb(note), epoch, last)
+                self.writer.append(GAP, time.time(), b"", pack(note), epoch, last)
                 self.lost += last - first + 1
                 self.expected = last + 1
                 log.error("capture lost %d message(s) (epoch %x cseq %d-%d); recorded as a gap",

@@ -48,6 +48,7 @@ import lmdb
 import msgpack
 import numpy as np
 
+from protocol.envelope import pack
 from protocol.messages import Megram
 from services.runtime.lmdbstore import OwnedEnv, ResizeGate
 
@@ -368,19 +369,19 @@ class MemoryStore(Queries):
         """Insert one record and its index entries; False (nothing changed) if the id exists."""
         mid, level, created, space, entity, _content, _state, f, sigma, k = rec
         id16 = id_key(mid)
-        if not txn.put(id16, msgpack.packb(rec), overwrite=False, db=self.db["megrams"]):
+        if not txn.put(id16, pack(rec), overwrite=False, db=self.db["megrams"]):
             return False
         tag16 = tag_key(space, entity)
         self._touched.add(tag16)
         flags = 0
         if lifecycle:
             flags |= FLAG_LIFECYCLE
-            txn.put(id16, msgpack.packb(lifecycle), db=self.db["lifecycle"])
+            txn.put(id16, pack(lifecycle), db=self.db["lifecycle"])
         txn.put(tag16, pack_entry(id16, created, recalled, f, sigma, k, LEVEL_CODE[level], flags),
                 dupdata=True, db=self.db["tags"])
         txn.put(level.encode(), level_value(created, id16, tag16), dupdata=True,
                 db=self.db["levels"])
-        txn.put(tag16, msgpack.packb([space, entity]), overwrite=False, db=self.db["tagnames"])
+        txn.put(tag16, pack([space, entity]), overwrite=False, db=self.db["tagnames"])
         if recalled:
             txn.put(id16, F8.pack(recalled), db=self.db["recall"])
         return True
@@ -437,7 +438,7 @@ class MemoryStore(Queries):
         id16 = entry[:KEY_BYTES]
         life = self.lifecycle(txn, id16) if entry[FLAGS_AT] & FLAG_LIFECYCLE else {}
         life.update(record)
-        txn.put(id16, msgpack.packb(life), db=self.db["lifecycle"])
+        txn.put(id16, pack(life), db=self.db["lifecycle"])
         return new
 
     def _demote(self, txn, tag16: bytes, entry: bytes, k: float, now: float, why: str,

@@ -11,8 +11,8 @@ from pydantic import Field, field_validator
 
 from catalogue_samples import all_samples
 from protocol import fastpath
-from protocol.envelope import (Envelope, ProtocolError, _decode_slow, decode, encode, parse_body,
-                               topic_for)
+from protocol.envelope import (Envelope, ProtocolError, _decode_slow, decode, encode, pack,
+                               parse_body, topic_for)
 from protocol.messages import MESSAGE_TYPES, Body, RunOptions
 from protocol.signing import Signer
 
@@ -120,6 +120,19 @@ def test_the_wire_is_what_msgpack_writes():
     env = Envelope(type="LlmUsage", body=all_samples()["LlmUsage"].model_dump(), sender="planner",
                    node="n", seq=9, task="t", to="x", corr=None, trace="tr")
     assert encode(env) == msgpack.packb(env.to_wire(), use_bin_type=True)
+
+
+@pytest.mark.parametrize("value", [
+    None, True, 0, -1, 127, 128, -33, 2**16, 2**32, -2**31 - 1, 2**63, -2**63, 1.5, -0.0,
+    "", "é" * 40, "x" * 300, "y" * 70_000, b"", b"\x00" * 300, b"z" * 70_000,
+    [], (1, "a", None), [list(range(20))], {"topic": b"T/t", "payload": b"\x81", "n": [1, 2.5]},
+    {f"k{i}": i for i in range(40)}, {"nested": {"deep": [{"a": b"b"}, ()]}},
+])
+def test_stored_records_are_the_bytes_msgpack_writes(value):
+    # LMDB records, outbox files and audit notes written by `pack` read back as before, by anyone
+    assert pack(value) == msgpack.packb(value, use_bin_type=True)
+    assert msgpack.unpackb(pack(value), raw=False) == msgpack.unpackb(
+        msgpack.packb(value, use_bin_type=True), raw=False)
 
 
 def test_a_new_catalogue_type_gets_the_fast_path_with_no_code_of_its_own():

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import msgpack
 
+from protocol.envelope import pack
 from services.runtime import worldfacts as X
 
 VERSION = 2
@@ -158,7 +159,7 @@ class WorldIndex:
     def _fact(self, txn, fid: str, f: dict) -> None:
         fkey = fid.encode()                      # a fact id: never too long for a key
         known = txn.get(fkey, db=self.db["ix_meta"]) is not None
-        txn.put(fkey, msgpack.packb(tuple(fact_meta(f))), db=self.db["ix_meta"])
+        txn.put(fkey, pack(tuple(fact_meta(f))), db=self.db["ix_meta"])
         if known:                                # invalidated or forgotten since: current above
             return
         posting = sortable(f["valid_at"]) + fkey
@@ -175,14 +176,14 @@ class WorldIndex:
     def ensure(self, txn, version_key: bytes, meta_db, rows: Callable[[str], Iterable]) -> bool:
         """Build the index from one scan of the store unless it is there (a store written before
         it); `rows(db)` gives a sub-database's (key, value) pairs. True when it was built."""
-        if txn.get(version_key, db=meta_db) == msgpack.packb(VERSION):
+        if txn.get(version_key, db=meta_db) == pack(VERSION):
             return False
         for name in DBS:
             txn.drop(self.db[name], delete=False)
         for db in self._ADD:
             for key, value in rows(db):
                 self.put(txn, db, key, value)
-        txn.put(version_key, msgpack.packb(VERSION), db=meta_db)
+        txn.put(version_key, pack(VERSION), db=meta_db)
         return True
 
     # -- lookups -------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from typing import Any, Iterator
 import lmdb
 import msgpack
 
+from protocol.envelope import pack
 from services.runtime.lmdbstore import OwnedEnv, ResizeGate
 
 from . import index as ix
@@ -64,7 +65,7 @@ class WorldLocked(WorldError):
 
 
 def _pack(value: Any) -> bytes:
-    return msgpack.packb(value, use_bin_type=True)
+    return pack(value)
 
 
 def _unpack(raw: bytes | None) -> Any:

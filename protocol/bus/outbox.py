@@ -20,6 +20,8 @@ from pathlib import Path
 
 import msgpack
 
+from ..envelope import pack
+
 log = logging.getLogger("artoo.bus")
 
 
@@ -35,8 +37,8 @@ class Outbox:
         path = self._path(msg_id)
         tmp = path.with_name(f".{path.name}.tmp")
         try:
-            tmp.write_bytes(msgpack.packb({"topic": topic, "payload": payload,
-                                           "consumers": sorted(consumers)}, use_bin_type=True))
+            tmp.write_bytes(pack({"topic": topic, "payload": payload,
+                                  "consumers": sorted(consumers)}))
             os.replace(tmp, path)
         except OSError as exc:      # durability is a recovery aid: never stop the sender
             log.warning("outbox %s: could not persist %s: %s", self.dir, msg_id, exc)

@@ -34,9 +34,9 @@ import time
 from collections import deque
 from typing import Callable
 
-import msgpack
 import zmq
 
+from protocol.envelope import pack
 from protocol.settings import Settings
 from protocol.signing import Signer, signer_for
 
@@ -71,7 +71,7 @@ def classify(frames: list[bytes], signer: Signer | None = None) -> tuple[int, by
         return MSG, frames[0], frames[1]
     if len(frames) == 1 and frames[0][:1] in (b"\x00", b"\x01"):
         return SUB, b"", frames[0]
-    return RAW, frames[0][:1024] if frames else b"", msgpack.packb(list(frames), use_bin_type=True)
+    return RAW, frames[0][:1024] if frames else b"", pack(list(frames))
 
 
 class CaptureRelay:

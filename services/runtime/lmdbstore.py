@@ -17,6 +17,8 @@ from typing import Iterable
 import lmdb
 import msgpack
 
+from protocol.envelope import pack
+
 
 class OwnedEnv:
     """The environment at `path`, its named sub-databases, and (unless read-only) the owner lock.
@@ -70,7 +72,7 @@ class OwnedEnv:
         with self.env.begin(write=True, db=self.db[meta]) as txn:
             raw = txn.get(b"schema")
             if raw is None:
-                txn.put(b"schema", msgpack.packb(version))
+                txn.put(b"schema", pack(version))
             elif msgpack.unpackb(raw) != version:
                 raise self.error(f"{self.what} store schema {msgpack.unpackb(raw)} is not "
                                  f"{version}")
