@@ -109,7 +109,14 @@ _STR_FIELDS = ("id", "type", "from", "node", "task")
 _OPT_STR_FIELDS = ("to", "corr", "reply_to", "trace")
 
 
-@functools.lru_cache(maxsize=1 << 14)
+# Caches keyed by a task or a process (topics, rendezvous rankings, a signer's topic prefixes) hold
+# what is live at once — a few hundred tasks — not the history: each task brings new keys, so a
+# cache sized for history fills for hours on a long-lived role (16,384 topics ≈ 3.6 MB) and its
+# memory grows all that time.
+LIVE_KEYS = 1024
+
+
+@functools.lru_cache(maxsize=LIVE_KEYS)
 def topic_for(type_name: str, task: str | None = None, node: str | None = None) -> bytes:
     if node:
         return f"@{node}/{type_name}".encode()
@@ -121,7 +128,7 @@ def stream_of(topic: bytes) -> bytes:
     return topic.split(b"/", 1)[0]
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=LIVE_KEYS)
 def ranking(task_id: str, instances: int) -> tuple[int, ...]:
     """The instances 0..N-1 in a task's rendezvous (highest-random-weight) order, first = owner.
 

@@ -54,7 +54,7 @@ class Signer:
 
     __slots__ = ("_inner", "_outer", "_topics")
 
-    TOPIC_CACHE = 4096   # topics carry task ids: bounded, cleared when full
+    TOPIC_CACHE = 1024   # topics carry task ids: what is live at once (envelope.LIVE_KEYS)
 
     def __init__(self, key: bytes):
         if len(key) > _BLOCK:

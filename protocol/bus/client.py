@@ -17,7 +17,8 @@ import msgspec
 import zmq
 
 from .. import curve, fastpath, routes, signing, tracecontext
-from ..envelope import NO_TASK, PROTOCOL_VERSION, Envelope, ProtocolError, decode, topic_for
+from ..envelope import (LIVE_KEYS, NO_TASK, PROTOCOL_VERSION, Envelope, ProtocolError, decode,
+                        topic_for)
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
 from .common import (ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, ReplyCache, ReplySlot,
@@ -246,7 +247,7 @@ class BusClient(Inbound):
         mid = msg_id or f"{self._id_prefix}{next(self._id_counter):x}"
         topic = self._topics.get((tname, task, node))
         if topic is None:             # kept per (type, task, node); a few hundred at most
-            if len(self._topics) >= LRU_CAP:
+            if len(self._topics) >= LIVE_KEYS:
                 self._topics.clear()
             topic = self._topics[(tname, task, node)] = topic_for(tname, task, node)
         if self._pub_live and not self._stop.is_set():
