@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal, Optional
 
 import msgpack
+import numpy as np
 import pytest
 from pydantic import Field, field_validator
 
@@ -127,6 +128,7 @@ def test_the_wire_is_what_msgpack_writes():
     "", "é" * 40, "x" * 300, "y" * 70_000, b"", b"\x00" * 300, b"z" * 70_000,
     [], (1, "a", None), [list(range(20))], {"topic": b"T/t", "payload": b"\x81", "n": [1, 2.5]},
     {f"k{i}": i for i in range(40)}, {"nested": {"deep": [{"a": b"b"}, ()]}},
+    [np.float64(0.25), {"k": np.float64(-3.5)}],
 ])
 def test_stored_records_are_the_bytes_msgpack_writes(value):
     # LMDB records, outbox files and audit notes written by `pack` read back as before, by anyone
