@@ -93,6 +93,10 @@ def test_up_status_kill_restart_down(settings, llm_env):
         report = json.loads(again.stdout)
         assert report["supervisord_pid"] == supervisord
         assert all(r["alive"] and r["pid"] for r in report["roles"])
+        for row in report["roles"]:   # every role runs with the allocator settings of the conf
+            environ = Path(f"/proc/{row['pid']}/environ").read_bytes().split(b"\0")
+            assert b"MALLOC_ARENA_MAX=2" in environ, row
+            assert b"MALLOC_MMAP_THRESHOLD_=131072" in environ, row
         roles = [key for key in expected if key[0] != "bus"]
 
         # SIGKILL one instance of every role at once: each is missing (or already replaced).
