@@ -64,10 +64,6 @@ class WorldLocked(WorldError):
     """Another process owns this world store."""
 
 
-def _pack(value: Any) -> bytes:
-    return pack(value)
-
-
 def _unpack(raw: bytes | None) -> Any:
     return None if raw is None else msgpack.unpackb(raw, raw=False)
 
@@ -145,7 +141,7 @@ class WorldStore:
     def put(self, txn, db: str, key: str, value: Any) -> None:
         if db in ix.WorldIndex.COVERS:           # indexed in the same transaction: atomic
             self.index.put(txn, db, key, value)
-        txn.put(self.index.key(txn, key), _pack(value), db=self.db[db])   # (a digest if too long)
+        txn.put(self.index.key(txn, key), pack(value), db=self.db[db])   # (a digest if too long)
 
     def scan(self, txn, db: str) -> Iterator[tuple[str, Any]]:
         for k, v in txn.cursor(db=self.db[db]):
