@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from audit_support import wait_until
 from conftest import REPO
 from protocol.envelope import decode
 from protocol.routes import WORK_TYPES
@@ -127,9 +128,11 @@ def test_daemon_page_lists_every_role(web):
 
 
 def test_audit_search_and_chain_verify(web):
-    r = get_json(web.console, f"/api/audit?task={web.rid}&since=1h")
-    assert r["available"] and r["records"]
-    assert {x["type"] for x in r["records"]} >= {"TaskSpec", "FinalResult"}
+    # the tap writes behind the bus: the task's last messages reach the log a moment after it ends
+    r = wait_until(lambda: (r := get_json(web.console, f"/api/audit?task={web.rid}&since=1h"))
+                   and {x["type"] for x in r["records"]} >= {"TaskSpec", "FinalResult"} and r,
+                   30, "the task's TaskSpec and FinalResult in the audit log")
+    assert r["available"]
     assert all(web.rid == x["task"] for x in r["records"])
     r = get_json(web.console, f"/api/audit?task={web.rid}&type=FinalResult&role=ggs")
     assert [x["type"] for x in r["records"]] == ["FinalResult"]
