@@ -19,7 +19,7 @@ import anyio
 import msgpack
 import pytest
 
-from audit_support import logged_envelopes
+from audit_support import logged_envelopes, wait_until
 from conftest import REPO, scripted_daemon
 from replies_effector import SubtaskScript, all_met, result
 from replies_pipeline import accept, perception, plan, subtask
@@ -140,10 +140,11 @@ def test_a_client_runs_a_goal_and_approves_by_elicitation(stack):
     assert listed[0]["id"] == out["run_id"]
     assert again["cancelled"] is False                              # it had already ended
     # every MCP call is in the audit log: the tool-call records in the bus messages the tap kept
-    calls = []
-    for env in logged_envelopes(settings):
-        if env.get("type") == "ExecutionResult" and env.get("task") == out["run_id"]:
-            calls += env["body"].get("tool_calls", [])
+    def logged_calls():                      # the tap writes behind the bus: wait for the log
+        return [c for env in logged_envelopes(settings)
+                if env.get("type") == "ExecutionResult" and env.get("task") == out["run_id"]
+                for c in env["body"].get("tool_calls", [])]
+    calls = wait_until(lambda: len(c := logged_calls()) >= 2 and c, 30, "the tool calls logged")
     assert [(c["tool"], c["server"]) for c in calls] == [("demo.lookup_price", "demo"),
                                                         ("demo.delete_file", "demo")]
     assert all(c["digest"].startswith("sha256:") for c in calls)
