@@ -17,10 +17,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from audit_support import wait_until
+from audit_support import logged_envelopes, wait_until
 from conftest import REPO
 from protocol.bus import BusClient
-from protocol.envelope import decode
 from protocol.routes import WORK_TYPES
 from services.runtime import tasklog
 from web_harness import web_daemon
@@ -187,22 +186,15 @@ def test_events_stream_the_bus_and_the_console_sends_no_work_message(web):
     assert any(e["type"] == "Heartbeat" and e["from"] for e in seen)
     # the read-only guarantee: everything the console's node ever put on the bus, from the
     # audit log, is its readiness probe or a memory or world query (request/reply); no work message
-    from auditor import log as audit_log
-
-    def logged_nodes() -> list[tuple[str, str]]:
-        return [(env.node, env.type)
-                for rec in audit_log.iter_records(web.settings.audit_dir / "log")
-                if rec.kind == audit_log.MSG
-                for _topic, env in [decode([rec.topic, rec.payload], 1 << 30)]]
     # a barrier: the tap logs in the proxy's order, so once a probe sent now is in the log, all
     # the console sent before it is too
     probe = BusClient("user", settings=web.settings, heartbeat=False).start(timeout=30)
     try:
-        wait_until(lambda: any(n == probe.node for n, _ in logged_nodes()), 30,
+        wait_until(lambda: any(e["node"] == probe.node for e in logged_envelopes(web.settings)), 30,
                    "a later client's probe in the audit log")
     finally:
         probe.stop()
-    mine = [t for n, t in logged_nodes() if n == c.feed.node]
+    mine = [e["type"] for e in logged_envelopes(web.settings) if e["node"] == c.feed.node]
     assert mine and set(mine) <= {"Hello", "MemoryQuery", "WorldQuery"}, mine
     assert not set(mine) & WORK_TYPES
     assert c.feed.stats()["unacked"] == 0 and c.feed.client._pending == {}
