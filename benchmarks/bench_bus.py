@@ -35,7 +35,7 @@ from protocol.bus import BusClient  # noqa: E402
 from protocol.envelope import Envelope, encode  # noqa: E402
 from protocol.messages import LlmUsage, MemoryQuery, MemoryResult, UserRequest  # noqa: E402
 from protocol.settings import load_settings  # noqa: E402
-from protocol.signing import Signer  # noqa: E402
+from protocol.signing import new_signer  # noqa: E402
 
 TYPE = "LlmUsage"           # a realistic telemetry-sized message (~330 bytes on the wire)
 
@@ -286,7 +286,7 @@ def bench_signing(n: int, rate: int, seconds: float, env: dict, settings, ctx_mp
                       for mode in ("off", "on")}
     payload = encode(Envelope(type=TYPE, body=sample(0).model_dump(), sender="planner",
                               node="bench", task="t-bench"))
-    topic, signer, k = b"LlmUsage/t-bench", Signer(os.urandom(32)), 100_000
+    topic, signer, k = b"LlmUsage/t-bench", new_signer(os.urandom(32)), 100_000
     t0 = time.perf_counter()
     for _ in range(k):
         mac = signer.mac(topic, payload)

@@ -33,6 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import accel
+
 if TYPE_CHECKING:
     from .settings import Settings
 
@@ -139,11 +141,18 @@ def read_key(path: Path) -> bytes:
     return key
 
 
+def new_signer(key: bytes) -> Signer:
+    """A signer for `key`: the C one (protocol/_wire.c, the same MACs from one call instead of
+    four hashlib objects) where it is built and on, else the Python `Signer` above."""
+    fast = accel.mac_type()
+    return Signer(key) if fast is None else fast(key)
+
+
 def signer_for(settings: "Settings") -> Signer | None:
     """The signer every bus process uses: None when signing is off (ARTOO_BUS_SIGN=0)."""
     if not settings.bus_sign:
         return None
-    return Signer(ensure_key(settings))
+    return new_signer(ensure_key(settings))
 
 
 def install_key(settings: "Settings", key: bytes) -> None:

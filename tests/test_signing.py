@@ -19,7 +19,7 @@ import pytest
 from services.runtime.capture import classify
 from auditor.log import MSG, RAW, SUB
 from catalogue_samples import build
-from protocol import signing
+from protocol import accel, signing
 from protocol.bus import BusClient
 from protocol.envelope import Envelope, ProtocolError, decode, dump_body, encode, topic_for
 from protocol.messages import ApprovalDecision, SubTaskAssign
@@ -199,7 +199,18 @@ def sync(raw: RawPublisher, signer: Signer, receiver: Receiver) -> None:
     raise TimeoutError("raw publisher never reached the receiver")
 
 
-def test_forged_frames_are_never_acted_on_and_are_counted(bus_process, settings, bus_clients):
+@pytest.fixture(params=["c", "python"])
+def wire_path(request, monkeypatch):
+    """The suite below runs with the C frame I/O and MAC (protocol/_wire.c) and without."""
+    if request.param == "python":
+        monkeypatch.setattr(accel, "WIRE", None)
+    elif accel.WIRE is None:
+        pytest.skip("protocol/_wire.c not built")
+    return request.param
+
+
+def test_forged_frames_are_never_acted_on_and_are_counted(wire_path, bus_process, settings,
+                                                          bus_clients):
     receiver = Receiver(bus_clients)
     client = receiver.client
     right = signing.signer_for(settings)
@@ -259,8 +270,8 @@ def test_forged_frames_are_never_acted_on_and_are_counted(bus_process, settings,
     assert client.stats()["signed"] is True
 
 
-def test_a_client_with_another_key_or_unsigned_is_not_heard(bus_process, settings, bus_clients,
-                                                            tmp_path):
+def test_a_client_with_another_key_or_unsigned_is_not_heard(wire_path, bus_process, settings,
+                                                            bus_clients, tmp_path):
     receiver = Receiver(bus_clients)
     other_key = load_settings(bus_key_file_override=str(tmp_path / "other.key"))
     unsigned = load_settings(bus_sign=False)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import msgspec
 import zmq
 
-from .. import curve, fastpath, routes, signing, tracecontext
+from .. import accel, curve, fastpath, routes, signing, tracecontext
 from ..envelope import (LIVE_KEYS, NO_TASK, PROTOCOL_VERSION, Envelope, ProtocolError, decode,
                         topic_for)
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
@@ -31,17 +31,12 @@ log = logging.getLogger("artoo.bus")
 
 _FIRST_REPROBE_S = 0.001  # the first probe usually races the connect: the next comes soon
 _CLOSE_LINGER_MS = 1000  # on stop, queued outgoing messages get this long to reach the proxy
-_SNDMORE = int(zmq.SNDMORE)
 _DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itself (PUB lock)
 # The loop sleeps until its next deadline (a timer, the heartbeat, a re-send); with none due it
 # still wakes this often. Polling every 50 ms instead cost an idle daemon ~35 core-ms/s.
 IDLE_WAIT_MS = 1000.0
-# The backend's send, under pyzmq's sugar (which only adds routing_id/group handling we never
-# use): half the cost per frame, three frames per message.
 _FLAT = fastpath.flat_types()   # bodies that are the model's own __dict__ (fastpath.py)
 _ENCODE = msgspec.msgpack.Encoder().encode  # = envelope.encode's; used under the send lock only
-_RAW_SEND = next((c.__dict__["send"] for c in zmq.Socket.__mro__[1:] if "send" in c.__dict__),
-                 zmq.Socket.send)
 
 
 class BusClient(Inbound):
@@ -106,6 +101,10 @@ class BusClient(Inbound):
         self._wake_pending = False          # coalesces wake-ups: one eventfd write per drain
         self._send_lock = threading.Lock()  # guards the PUB socket, _seq and _pending inserts
         self._pub_live = False              # PUB socket connected and not yet closed
+        # the sockets' frame I/O (protocol/accel.py), set on connect; the sender is only called
+        # under the send lock with _pub_live set, which is cleared before the socket closes
+        self._send_raw: Callable[[list[bytes]], None] | None = None
+        self._recv_raw: Callable[[], list[bytes] | None] | None = None
         # Message ids: a random per-client prefix plus a counter; unique without a syscall each.
         self._id_prefix = secrets.token_hex(8)
         self._id_counter = itertools.count(1)
@@ -458,16 +457,9 @@ class BusClient(Inbound):
             self._pending[wire["id"]] = pending
         if self._pub_live:
             try:
-                # plain sends: pyzmq's send_multipart costs twice as much per small message
-                pub, send = self._pub, _RAW_SEND
-                send(pub, topic, _SNDMORE)
-                if signer is None:
-                    send(pub, payload)
-                else:
-                    send(pub, payload, _SNDMORE)
-                    send(pub, frames[2])
+                self._send_raw(frames)   # one C call for the whole message (protocol/accel.py)
                 self.sent += 1
-            except zmq.ZMQError as exc:  # HWM with NODROP, or the context going away
+            except accel.SEND_ERRORS as exc:  # HWM with NODROP, or the context going away
                 self._note("send_error", f"send failed: {exc}")
         return frames
 
@@ -477,11 +469,9 @@ class BusClient(Inbound):
             if not self._pub_live:
                 return
             try:
-                for frame in frames[:-1]:
-                    _RAW_SEND(self._pub, frame, _SNDMORE)
-                _RAW_SEND(self._pub, frames[-1])
+                self._send_raw(frames)
                 self.sent += 1
-            except zmq.ZMQError as exc:  # HWM with NODROP, or the context going away
+            except accel.SEND_ERRORS as exc:  # HWM with NODROP, or the context going away
                 self._note("send_error", f"send failed: {exc}")
 
     def _send_reply(self, req: Envelope, msg: Body) -> None:
@@ -554,6 +544,8 @@ class BusClient(Inbound):
         # Last: the proxy forwards one socket's subscriptions in order, so when the probe on this
         # prefix comes back, every subscription above is live at every publisher too.
         self._sub.setsockopt(zmq.SUBSCRIBE, self._my_prefix)
+        self._send_raw = accel.sender(self._pub)
+        self._recv_raw = accel.receiver(self._sub)
         self._pub_live = True
 
     def _loop_main(self) -> None:
@@ -593,11 +585,10 @@ class BusClient(Inbound):
                 events = dict(poller.poll(timeout_ms))
                 if self._sub in events:
                     # drain the socket: every message already queued is handled in this wake-up
-                    recv_frames, on_frames = self._recv_frames, self._on_frames
+                    recv_frames, on_frames = self._recv_raw, self._on_frames
                     for _ in range(1000):  # bounded batch keeps timers and the queue served
-                        try:
-                            frames = recv_frames()
-                        except zmq.Again:
+                        frames = recv_frames()
+                        if frames is None:
                             break
                         try:
                             on_frames(frames)

@@ -18,8 +18,6 @@ import logging
 import time
 from typing import Any
 
-import zmq
-
 from .. import tracecontext
 from ..envelope import Envelope, ProtocolError, decode, parse_body
 from ..messages import Body
@@ -27,25 +25,10 @@ from .common import ALL, DEFER, SENDERS_CAP, Subscription
 
 log = logging.getLogger("artoo.bus")
 
-_NOBLOCK = int(zmq.NOBLOCK)
-_RAW_RECV = next((c.__dict__["recv"] for c in zmq.Socket.__mro__ if "recv" in c.__dict__),
-                 zmq.Socket.recv)
 
 
 class Inbound:
     """Mixin of BusClient (its state is set up in BusClient.__init__)."""
-
-    def _recv_frames(self) -> list[bytes]:
-        """One message's frames (any number: a wrong count is the decoder's to reject)."""
-        # Frame.more is a third cheaper than getsockopt(RCVMORE) per frame; the backend's recv
-        # skips pyzmq's Python-level wrapper
-        sub, recv = self._sub, _RAW_RECV
-        frame = recv(sub, _NOBLOCK, False)
-        frames = [frame.bytes]
-        while frame.more:
-            frame = recv(sub, _NOBLOCK, False)
-            frames.append(frame.bytes)
-        return frames
 
     def _reject(self, exc: ProtocolError) -> None:
         self.rejected[exc.reason] += 1

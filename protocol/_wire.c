@@ -1,0 +1,369 @@
+/* The bus client's per-frame work in C (issue 34): ZeroMQ frames in and out, and the HMAC.
+ *
+ * What the Python paths paid per message and this does not: a pyzmq Frame object per received
+ * frame (three per message) with its `.bytes` copy and `.more` lookup, pyzmq's Python-level send
+ * wrapper per sent frame, and four hashlib objects (two copies, two digests) per MAC. The wire,
+ * the MAC and every decision about a frame are unchanged: this only moves bytes and hashes them.
+ *
+ * libzmq is the one pyzmq already loaded (its wheel bundles it): `bind` finds its symbols with
+ * dlopen(RTLD_NOLOAD), so both drive the same sockets through the same library. The sockets are
+ * pyzmq's, passed as `Socket.underlying` handles, and used under the same rule as before (one
+ * thread at a time: the SUB on the loop thread, the PUB under the client's send lock). Nothing here
+ * blocks: receives are non-blocking and a PUB socket's send never waits (it drops at its HWM).
+ *
+ * The MAC is RFC 2104 HMAC-SHA256 over u16be(len(topic)) + topic + payload (protocol/signing.py
+ * states the construction; its pure-Python Signer is the reference the tests compare against),
+ * with the key's inner and outer pads hashed once per key. SHA-256 is OpenSSL's (it uses the CPU's
+ * SHA instructions where present); the comparison is constant time (CRYPTO_memcmp).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+/* libzmq's public ABI (zmq.h, stable since 4.0): the message is 64 bytes, pointer-aligned */
+typedef struct { unsigned char _[64]; } __attribute__((aligned(sizeof(void *)))) zmq_msg_t;
+#define ZMQ_DONTWAIT 1
+#define ZMQ_SNDMORE 2
+
+static int (*z_msg_init)(zmq_msg_t *);
+static int (*z_msg_recv)(zmq_msg_t *, void *, int);
+static void *(*z_msg_data)(zmq_msg_t *);
+static size_t (*z_msg_size)(const zmq_msg_t *);
+static int (*z_msg_more)(const zmq_msg_t *);
+static int (*z_msg_close)(zmq_msg_t *);
+static int (*z_send)(void *, const void *, size_t, int);
+static int (*z_errno)(void);
+static int bound = 0;
+
+static PyObject *
+wire_bind(PyObject *self, PyObject *arg)
+{
+    const char *path = PyUnicode_AsUTF8(arg);
+    if (path == NULL)
+        return NULL;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);   /* only the copy already loaded */
+    if (lib == NULL) {
+        PyErr_Format(PyExc_OSError, "libzmq not loaded from %s: %s", path, dlerror());
+        return NULL;
+    }
+#define SYM(var, name) \
+    if ((*(void **)&var = dlsym(lib, name)) == NULL) { \
+        PyErr_Format(PyExc_OSError, "%s: no symbol %s", path, name); return NULL; }
+    SYM(z_msg_init, "zmq_msg_init")
+    SYM(z_msg_recv, "zmq_msg_recv")
+    SYM(z_msg_data, "zmq_msg_data")
+    SYM(z_msg_size, "zmq_msg_size")
+    SYM(z_msg_more, "zmq_msg_more")
+    SYM(z_msg_close, "zmq_msg_close")
+    SYM(z_send, "zmq_send")
+    SYM(z_errno, "zmq_errno")
+#undef SYM
+    bound = 1;   /* the handle stays open: libzmq is never unloaded while pyzmq is imported */
+    Py_RETURN_NONE;
+}
+
+static int
+need_bound(void)
+{
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "protocol._wire: bind() was not called");
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *
+zmq_error(void)
+{
+    int err = z_errno();
+    errno = err;
+    return PyErr_SetFromErrno(PyExc_OSError);
+}
+
+/* recv(handle) -> list of bytes (every frame of the next message), or None when none is queued */
+static PyObject *
+wire_recv(PyObject *self, PyObject *arg)
+{
+    if (!need_bound())
+        return NULL;
+    void *sock = PyLong_AsVoidPtr(arg);
+    if (sock == NULL)
+        return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "null socket");
+    PyObject *frames = NULL;
+    zmq_msg_t msg;
+    for (;;) {
+        z_msg_init(&msg);
+        int rc;
+        do {
+            rc = z_msg_recv(&msg, sock, ZMQ_DONTWAIT);
+        } while (rc < 0 && z_errno() == EINTR);
+        if (rc < 0) {
+            int err = z_errno();
+            z_msg_close(&msg);
+            if (err == EAGAIN && frames == NULL)
+                Py_RETURN_NONE;
+            if (err == EAGAIN)   /* a message's frames arrive together: a cut message is kept
+                                    as far as it came, and the decoder refuses its frame count */
+                return frames;
+            Py_XDECREF(frames);
+            errno = err;
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        PyObject *frame = PyBytes_FromStringAndSize((const char *)z_msg_data(&msg),
+                                                    (Py_ssize_t)z_msg_size(&msg));
+        int more = z_msg_more(&msg);
+        z_msg_close(&msg);
+        if (frame == NULL) {
+            Py_XDECREF(frames);
+            return NULL;
+        }
+        if (frames == NULL) {
+            frames = PyList_New(1);
+            if (frames == NULL) {
+                Py_DECREF(frame);
+                return NULL;
+            }
+            PyList_SET_ITEM(frames, 0, frame);
+        } else {
+            int bad = PyList_Append(frames, frame);
+            Py_DECREF(frame);
+            if (bad) {
+                Py_DECREF(frames);
+                return NULL;
+            }
+        }
+        if (!more)
+            return frames;
+    }
+}
+
+/* send(handle, frames) -> None: one message of the given frames (a list or tuple of bytes) */
+static PyObject *
+wire_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "send(handle, frames)");
+    if (!need_bound())
+        return NULL;
+    void *sock = PyLong_AsVoidPtr(args[0]);
+    if (sock == NULL)
+        return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "null socket");
+    PyObject *seq = PySequence_Fast(args[1], "send: frames must be a list or tuple");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    if (n == 0) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "send: no frames");
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {   /* all checked before the first frame leaves */
+        if (!PyBytes_Check(items[i])) {
+            PyErr_Format(PyExc_TypeError, "send: frame %zd is %s, not bytes", i,
+                         Py_TYPE(items[i])->tp_name);
+            Py_DECREF(seq);   /* after the message: the items may be the sequence's own */
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int rc;
+        do {
+            rc = z_send(sock, PyBytes_AS_STRING(items[i]), (size_t)PyBytes_GET_SIZE(items[i]),
+                        ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0));
+        } while (rc < 0 && z_errno() == EINTR);
+        if (rc < 0) {
+            Py_DECREF(seq);
+            return zmq_error();
+        }
+    }
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
+/* ---- HMAC-SHA256 -------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    SHA256_CTX inner;   /* state after the key's inner pad */
+    SHA256_CTX outer;   /* state after the key's outer pad */
+} MacObject;
+
+static int
+mac_init(MacObject *self, PyObject *args, PyObject *kwds)
+{
+    Py_buffer key;
+    if (!PyArg_ParseTuple(args, "y*:Mac", &key))
+        return -1;
+    unsigned char block[64] = {0}, ipad[64], opad[64];
+    if (key.len > 64)
+        SHA256((const unsigned char *)key.buf, (size_t)key.len, block);
+    else
+        memcpy(block, key.buf, (size_t)key.len);
+    PyBuffer_Release(&key);
+    for (int i = 0; i < 64; i++) {
+        ipad[i] = block[i] ^ 0x36;
+        opad[i] = block[i] ^ 0x5C;
+    }
+    SHA256_Init(&self->inner);
+    SHA256_Update(&self->inner, ipad, 64);
+    SHA256_Init(&self->outer);
+    SHA256_Update(&self->outer, opad, 64);
+    OPENSSL_cleanse(block, sizeof block);
+    OPENSSL_cleanse(ipad, sizeof ipad);
+    OPENSSL_cleanse(opad, sizeof opad);
+    return 0;
+}
+
+static void
+mac_dealloc(MacObject *self)
+{
+    OPENSSL_cleanse(&self->inner, sizeof self->inner);
+    OPENSSL_cleanse(&self->outer, sizeof self->outer);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The two buffers of a MAC call; bytes directly, any other bytes-like object through its buffer */
+static int
+get_buffer(PyObject *obj, Py_buffer *view, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s must be bytes-like, not %s", what, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+compute(MacObject *self, PyObject *topic_obj, PyObject *payload_obj, unsigned char out[32])
+{
+    Py_buffer topic, payload;
+    if (get_buffer(topic_obj, &topic, "topic") < 0)
+        return -1;
+    if (topic.len > 0xFFFF) {
+        PyBuffer_Release(&topic);
+        PyErr_Format(PyExc_ValueError, "topic of %zd bytes: at most 65535", topic.len);
+        return -1;
+    }
+    if (get_buffer(payload_obj, &payload, "payload") < 0) {
+        PyBuffer_Release(&topic);
+        return -1;
+    }
+    unsigned char len[2] = {(unsigned char)(topic.len >> 8), (unsigned char)(topic.len & 0xFF)};
+    unsigned char digest[32];
+    SHA256_CTX ctx = self->inner;
+    SHA256_Update(&ctx, len, 2);
+    SHA256_Update(&ctx, topic.buf, (size_t)topic.len);
+    SHA256_Update(&ctx, payload.buf, (size_t)payload.len);
+    SHA256_Final(digest, &ctx);
+    ctx = self->outer;
+    SHA256_Update(&ctx, digest, 32);
+    SHA256_Final(out, &ctx);
+    OPENSSL_cleanse(&ctx, sizeof ctx);
+    PyBuffer_Release(&topic);
+    PyBuffer_Release(&payload);
+    return 0;
+}
+
+static PyObject *
+mac_mac(MacObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "mac(topic, payload)");
+    unsigned char out[32];
+    if (compute(self, args[0], args[1], out) < 0)
+        return NULL;
+    return PyBytes_FromStringAndSize((const char *)out, 32);
+}
+
+static PyObject *
+mac_sign(MacObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *mac = mac_mac(self, args, nargs);
+    if (mac == NULL)
+        return NULL;
+    PyObject *frames = PyList_New(3);
+    if (frames == NULL) {
+        Py_DECREF(mac);
+        return NULL;
+    }
+    Py_INCREF(args[0]);
+    Py_INCREF(args[1]);
+    PyList_SET_ITEM(frames, 0, args[0]);
+    PyList_SET_ITEM(frames, 1, args[1]);
+    PyList_SET_ITEM(frames, 2, mac);
+    return frames;
+}
+
+static PyObject *
+mac_verify(MacObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "verify(topic, payload, mac)");
+    unsigned char out[32];
+    if (compute(self, args[0], args[1], out) < 0)
+        return NULL;
+    Py_buffer given;
+    if (get_buffer(args[2], &given, "mac") < 0)
+        return NULL;
+    int ok = given.len == 32 && CRYPTO_memcmp(given.buf, out, 32) == 0;
+    PyBuffer_Release(&given);
+    return PyBool_FromLong(ok);
+}
+
+static PyMethodDef mac_methods[] = {
+    {"mac", (PyCFunction)(void (*)(void))mac_mac, METH_FASTCALL,
+     "mac(topic, payload) -> the 32-byte HMAC-SHA256 of u16be(len(topic)) + topic + payload"},
+    {"sign", (PyCFunction)(void (*)(void))mac_sign, METH_FASTCALL,
+     "sign(topic, payload) -> [topic, payload, mac], the three frames of a signed message"},
+    {"verify", (PyCFunction)(void (*)(void))mac_verify, METH_FASTCALL,
+     "verify(topic, payload, mac) -> whether mac is right (constant-time comparison)"},
+    {NULL}
+};
+
+static PyTypeObject MacType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "protocol._wire.Mac",
+    .tp_doc = "HMAC-SHA256 signer and checker of bus frames under one key (protocol/signing.py)",
+    .tp_basicsize = sizeof(MacObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)mac_init,
+    .tp_dealloc = (destructor)mac_dealloc,
+    .tp_methods = mac_methods,
+};
+
+static PyMethodDef wire_methods[] = {
+    {"bind", wire_bind, METH_O, "bind(path): use the libzmq already loaded from path"},
+    {"recv", wire_recv, METH_O,
+     "recv(handle) -> the frames of the next message on the socket, or None (none queued)"},
+    {"send", (PyCFunction)(void (*)(void))wire_send, METH_FASTCALL,
+     "send(handle, frames): one message of these frames on the socket, without blocking"},
+    {NULL}
+};
+
+static struct PyModuleDef wire_module = {
+    PyModuleDef_HEAD_INIT, "protocol._wire",
+    "The bus client's frame I/O and HMAC in C (see protocol/accel.py).", -1, wire_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__wire(void)
+{
+    if (PyType_Ready(&MacType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&wire_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&MacType);
+    if (PyModule_AddObject(m, "Mac", (PyObject *)&MacType) < 0) {
+        Py_DECREF(&MacType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

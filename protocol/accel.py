@@ -1,0 +1,103 @@
+"""Which frame I/O and HMAC the bus uses in this process: the C module or the pure-Python reference.
+
+`protocol/_wire.c` (built by `pip install`, see setup.py) receives a whole message's frames, sends
+a message's frames and computes the MAC in one C call each — the same bytes on the wire, the same
+MAC, the same sockets (pyzmq's, driven through the libzmq pyzmq loaded). Where it is missing (no
+compiler at install time) or `ARTOO_WIRE_C=0` turns it off, the bus runs the Python paths it
+always had; `WIRE` is None then. Both are tested against each other (tests/test_wire_c.py).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from typing import Callable
+
+import zmq
+
+log = logging.getLogger("artoo.bus")
+
+
+def _load():
+    if os.environ.get("ARTOO_WIRE_C", "1") == "0":
+        return None
+    try:
+        from . import _wire
+    except ImportError:
+        return None
+    path = _libzmq_path()
+    if path is None:
+        return None
+    try:
+        _wire.bind(path)
+    except OSError as exc:   # a pyzmq built against a system libzmq elsewhere: stay in Python
+        log.warning("bus frame I/O stays in Python: %s", exc)
+        return None
+    return _wire
+
+
+def _libzmq_path() -> str | None:
+    """The libzmq file mapped into this process by pyzmq (its backend is imported by `zmq`)."""
+    zmq.zmq_version()  # the backend (and with it libzmq) is loaded
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
+                name = os.path.basename(path)
+                if name.startswith("libzmq") and ".so" in name:
+                    return path
+    except OSError:
+        return None
+    return None
+
+
+WIRE = _load()
+
+
+# What a send raises when libzmq refuses it: pyzmq's error, or the C module's OSError (errno set)
+SEND_ERRORS = (zmq.ZMQError, OSError)
+_NOBLOCK = int(zmq.NOBLOCK)
+_SNDMORE = int(zmq.SNDMORE)
+# pyzmq's backend recv/send, under its Python-level sugar (which only adds routing_id/group
+# handling the bus never uses): the Python paths' cheapest per-frame calls
+_RAW_RECV = next((c.__dict__["recv"] for c in zmq.Socket.__mro__ if "recv" in c.__dict__),
+                 zmq.Socket.recv)
+_RAW_SEND = next((c.__dict__["send"] for c in zmq.Socket.__mro__[1:] if "send" in c.__dict__),
+                 zmq.Socket.send)
+
+
+def receiver(sock: zmq.Socket) -> Callable[[], list[bytes] | None]:
+    """recv() -> the frames of the next message queued on `sock`, or None when there is none."""
+    if WIRE is not None:
+        return functools.partial(WIRE.recv, sock.underlying)
+
+    def recv() -> list[bytes] | None:
+        # Frame.more is a third cheaper than getsockopt(RCVMORE) per frame
+        try:
+            frame = _RAW_RECV(sock, _NOBLOCK, False)
+        except zmq.Again:
+            return None
+        frames = [frame.bytes]
+        while frame.more:
+            frame = _RAW_RECV(sock, _NOBLOCK, False)
+            frames.append(frame.bytes)
+        return frames
+    return recv
+
+
+def sender(sock: zmq.Socket) -> Callable[[list[bytes]], None]:
+    """send(frames): one message of these frames on `sock` (a PUB: it never blocks). Raises one
+    of SEND_ERRORS when libzmq refuses it."""
+    if WIRE is not None:
+        return functools.partial(WIRE.send, sock.underlying)
+
+    def send(frames: list[bytes]) -> None:
+        for frame in frames[:-1]:
+            _RAW_SEND(sock, frame, _SNDMORE)
+        _RAW_SEND(sock, frames[-1])
+    return send
+
+
+def mac_type():
+    """The HMAC implementation signing.Signer uses: the C one, or None for the Python reference."""
+    return None if WIRE is None else WIRE.Mac
