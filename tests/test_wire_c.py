@@ -92,6 +92,9 @@ def pair(tmp_path):
     endpoint = f"ipc://{tmp_path}/pair.sock"
     a.bind(endpoint)
     b.connect(endpoint)
+    b.setsockopt(zmq.RCVTIMEO, int(WAIT * 1000))
+    a.send(b"connected")              # blocking: returns once the pipe exists (the bus's PUB
+    assert b.recv() == b"connected"   # never waits; a PAIR without its peer would refuse)
     yield a, b
     a.close(0)
     b.close(0)
