@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
+#include <structmember.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
@@ -337,6 +338,211 @@ static PyTypeObject MacType = {
     .tp_methods = mac_methods,
 };
 
+
+/* ---- the decoder's fast path ------------------------------------------------------------ */
+
+/* Frames -> (topic, Envelope) for a regular message: the right frame count, sizes in bounds,
+ * the MAC right, the header and the body accepted by their msgspec decoders (protocol/fastpath.py),
+ * version 1, seq >= 0, a type with a body codec. Anything else returns None and the Python
+ * decoder (protocol/envelope.py) decides — accepting or naming the reason exactly as always; this
+ * never refuses a frame itself. The Envelope's slots are written directly (their offsets read
+ * from the class's member descriptors once), as its __init__ would from the decoded header. */
+
+enum { W_V, W_ID, W_TS, W_TYPE, W_FROM, W_NODE, W_SEQ, W_TASK, W_TO, W_CORR, W_REPLY_TO,
+       W_TRACE, W_BODY, W_COUNT };
+static const char *wire_names[W_COUNT] = {"v", "id", "ts", "type", "from_", "node", "seq", "task",
+                                          "to", "corr", "reply_to", "trace", "body"};
+enum { E_TYPE, E_BODY, E_SENDER, E_NODE, E_SEQ, E_TASK, E_ID, E_TS, E_TO, E_CORR, E_REPLY_TO,
+       E_TRACE, E_V, E_RAW, E_PARSED, E_MODEL, E_COUNT };
+static const char *env_names[E_COUNT] = {"type", "_body", "sender", "node", "seq", "task", "id",
+                                         "ts", "to", "corr", "reply_to", "trace", "v", "_raw",
+                                         "_parsed", "_model"};
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *wire_decode;      /* msgspec Decoder(WireEnvelope).decode */
+    PyObject *codecs;           /* type name -> msgspec Decoder(body Struct).decode */
+    PyTypeObject *env_type;     /* protocol.envelope.Envelope */
+    PyTypeObject *wire_type;    /* protocol.fastpath.WireEnvelope */
+    Py_ssize_t wire_off[W_COUNT];
+    Py_ssize_t env_off[E_COUNT];
+    Py_ssize_t max_topic;
+} DecoderObject;
+
+static int
+slot_offsets(PyTypeObject *cls, const char **names, int n, Py_ssize_t *out)
+{
+    for (int i = 0; i < n; i++) {
+        PyObject *d = PyDict_GetItemString(cls->tp_dict, names[i]);   /* borrowed */
+        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)
+                || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a plain slot", cls->tp_name, names[i]);
+            return -1;
+        }
+        out[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+    }
+    return 0;
+}
+
+static int
+decoder_init(DecoderObject *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *wire_decode, *codecs, *env_type, *wire_type;
+    Py_ssize_t max_topic;
+    if (!PyArg_ParseTuple(args, "OO!O!O!n:Decoder", &wire_decode, &PyDict_Type, &codecs,
+                          &PyType_Type, &env_type, &PyType_Type, &wire_type, &max_topic))
+        return -1;
+    if (slot_offsets((PyTypeObject *)wire_type, wire_names, W_COUNT, self->wire_off) < 0
+            || slot_offsets((PyTypeObject *)env_type, env_names, E_COUNT, self->env_off) < 0)
+        return -1;
+    Py_INCREF(wire_decode);
+    Py_INCREF(codecs);
+    Py_INCREF(env_type);
+    Py_INCREF(wire_type);
+    Py_XSETREF(self->wire_decode, wire_decode);
+    Py_XSETREF(self->codecs, codecs);
+    Py_XSETREF(self->env_type, (PyTypeObject *)env_type);
+    Py_XSETREF(self->wire_type, (PyTypeObject *)wire_type);
+    self->max_topic = max_topic;
+    return 0;
+}
+
+static void
+decoder_dealloc(DecoderObject *self)
+{
+    Py_XDECREF(self->wire_decode);
+    Py_XDECREF(self->codecs);
+    Py_XDECREF(self->env_type);
+    Py_XDECREF(self->wire_type);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *zero;   /* the int 0, made once */
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* decode(frames, max_bytes, mac) -> (topic, Envelope), or None: the Python decoder decides */
+static PyObject *
+decoder_decode(DecoderObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "decode(frames, max_bytes, mac)");
+    if (self->wire_decode == NULL)
+        return PyErr_Format(PyExc_RuntimeError, "Decoder not initialised");
+    PyObject *frames = args[0], *signer = args[2];
+    Py_ssize_t max_bytes = PyLong_AsSsize_t(args[1]);
+    if (max_bytes == -1 && PyErr_Occurred())
+        return NULL;
+    int signed_ = signer != Py_None;
+    if (signed_ && !Py_IS_TYPE(signer, &MacType))
+        Py_RETURN_NONE;
+    if (!PyList_CheckExact(frames) || PyList_GET_SIZE(frames) != (signed_ ? 3 : 2))
+        Py_RETURN_NONE;
+    PyObject *topic = PyList_GET_ITEM(frames, 0), *payload = PyList_GET_ITEM(frames, 1);
+    if (!PyBytes_CheckExact(topic) || !PyBytes_CheckExact(payload)
+            || PyBytes_GET_SIZE(payload) > max_bytes || PyBytes_GET_SIZE(topic) > self->max_topic)
+        Py_RETURN_NONE;
+    if (signed_) {
+        PyObject *mac = PyList_GET_ITEM(frames, 2);
+        unsigned char out[32];
+        if (!PyBytes_CheckExact(mac) || PyBytes_GET_SIZE(mac) != 32)
+            Py_RETURN_NONE;
+        if (compute((MacObject *)signer, topic, payload, out) < 0) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (CRYPTO_memcmp(PyBytes_AS_STRING(mac), out, 32) != 0)
+            Py_RETURN_NONE;
+    }
+    PyObject *w = PyObject_CallOneArg(self->wire_decode, payload);
+    if (w == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *result = NULL, *parsed = NULL, *env = NULL;
+    if (!Py_IS_TYPE(w, self->wire_type))
+        goto fallback;
+    PyObject *f[W_COUNT];
+    for (int i = 0; i < W_COUNT; i++) {
+        f[i] = SLOT(w, self->wire_off[i]);
+        if (f[i] == NULL)
+            goto fallback;
+    }
+    /* v == 1, seq >= 0 (an int of any size), the type one with a body codec */
+    if (!PyLong_CheckExact(f[W_V]) || PyLong_AsLong(f[W_V]) != 1) {
+        PyErr_Clear();
+        goto fallback;
+    }
+    if (!PyLong_CheckExact(f[W_SEQ]))
+        goto fallback;
+    int negative = PyObject_RichCompareBool(f[W_SEQ], zero, Py_LT);
+    if (negative != 0) {
+        PyErr_Clear();
+        goto fallback;
+    }
+    if (!PyUnicode_CheckExact(f[W_TYPE]))
+        goto fallback;
+    PyObject *codec = PyDict_GetItemWithError(self->codecs, f[W_TYPE]);   /* borrowed */
+    if (codec == NULL) {
+        PyErr_Clear();
+        goto fallback;
+    }
+    parsed = PyObject_CallOneArg(codec, f[W_BODY]);
+    if (parsed == NULL) {
+        PyErr_Clear();
+        goto fallback;
+    }
+    env = self->env_type->tp_alloc(self->env_type, 0);
+    if (env == NULL)
+        goto error;
+    static const int from_wire[][2] = {
+        {E_TYPE, W_TYPE}, {E_SENDER, W_FROM}, {E_NODE, W_NODE}, {E_SEQ, W_SEQ},
+        {E_TASK, W_TASK}, {E_ID, W_ID}, {E_TS, W_TS}, {E_TO, W_TO}, {E_CORR, W_CORR},
+        {E_REPLY_TO, W_REPLY_TO}, {E_TRACE, W_TRACE}, {E_V, W_V}, {E_RAW, W_BODY}};
+    for (size_t i = 0; i < sizeof from_wire / sizeof from_wire[0]; i++) {
+        PyObject *v = f[from_wire[i][1]];
+        Py_INCREF(v);
+        SLOT(env, self->env_off[from_wire[i][0]]) = v;
+    }
+    Py_INCREF(Py_None);
+    SLOT(env, self->env_off[E_BODY]) = Py_None;
+    Py_INCREF(Py_None);
+    SLOT(env, self->env_off[E_MODEL]) = Py_None;
+    SLOT(env, self->env_off[E_PARSED]) = parsed;   /* the reference moves into the slot */
+    parsed = NULL;
+    result = PyTuple_Pack(2, topic, env);
+    Py_DECREF(env);
+    Py_DECREF(w);
+    return result;
+fallback:
+    Py_XDECREF(parsed);
+    Py_DECREF(w);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(parsed);
+    Py_DECREF(w);
+    return NULL;
+}
+
+static PyMethodDef decoder_methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))decoder_decode, METH_FASTCALL,
+     "decode(frames, max_bytes, mac) -> (topic, Envelope) of a regular message, else None"},
+    {NULL}
+};
+
+static PyTypeObject DecoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "protocol._wire.Decoder",
+    .tp_doc = "Decoder(wire_decode, codecs, Envelope, WireEnvelope, max_topic): the fast path of "
+              "protocol.envelope.decode",
+    .tp_basicsize = sizeof(DecoderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)decoder_init,
+    .tp_dealloc = (destructor)decoder_dealloc,
+    .tp_methods = decoder_methods,
+};
+
 static PyMethodDef wire_methods[] = {
     {"bind", wire_bind, METH_O, "bind(path): use the libzmq already loaded from path"},
     {"recv", wire_recv, METH_O,
@@ -354,7 +560,9 @@ static struct PyModuleDef wire_module = {
 PyMODINIT_FUNC
 PyInit__wire(void)
 {
-    if (PyType_Ready(&MacType) < 0)
+    if (PyType_Ready(&MacType) < 0 || PyType_Ready(&DecoderType) < 0)
+        return NULL;
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&wire_module);
     if (m == NULL)
@@ -362,6 +570,12 @@ PyInit__wire(void)
     Py_INCREF(&MacType);
     if (PyModule_AddObject(m, "Mac", (PyObject *)&MacType) < 0) {
         Py_DECREF(&MacType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&DecoderType);
+    if (PyModule_AddObject(m, "Decoder", (PyObject *)&DecoderType) < 0) {
+        Py_DECREF(&DecoderType);
         Py_DECREF(m);
         return NULL;
     }

@@ -23,6 +23,7 @@ import msgpack
 import msgspec
 from pydantic import ValidationError
 
+from . import accel
 from .fastpath import WireEnvelope, body_codecs
 from .messages import MESSAGE_TYPES, Body
 from .signing import Signer
@@ -158,6 +159,11 @@ _encoders = threading.local()
 _wire_decoder = msgspec.msgpack.Decoder(WireEnvelope)
 _BODY_CODECS = body_codecs()      # type name -> msgspec decoder + converter (fastpath.py)
 _DecodeError = (msgspec.ValidationError, msgspec.DecodeError)
+# The fast path below in C (protocol/_wire.c): for a regular frame it returns what the Python
+# fast path would; for anything else None, and the Python code decides as it always has.
+_C_DECODE = None if accel.WIRE is None else accel.WIRE.Decoder(
+    _wire_decoder.decode, {name: codec.decoder.decode for name, codec in _BODY_CODECS.items()},
+    Envelope, WireEnvelope, MAX_TOPIC_BYTES).decode
 
 
 def pack(value: Any) -> bytes:
@@ -195,6 +201,11 @@ def decode(frames: list[bytes], max_bytes: int, signer: Signer | None = None
     the type's Struct (fastpath.py), all in C. Anything it refuses, and every type pydantic keeps,
     goes through `_decode_slow`, the reference decoder, which accepts or names the reason exactly
     as before (a non-Python sender sees the same protocol either way)."""
+    fast = _C_DECODE if accel.WIRE is not None else None
+    if fast is not None:            # the same fast path in C, for the regular case only
+        got = fast(frames, max_bytes, signer)
+        if got is not None:
+            return got
     n = len(frames)
     if signer is None:
         if n != 2:

@@ -12,16 +12,21 @@ import struct
 import threading
 import time
 
+import msgpack
 import pytest
 import zmq
 from hypothesis import given, settings as hsettings, strategies as st
 
-from protocol import accel, signing
+from catalogue_samples import all_samples
+from protocol import accel, envelope, fastpath, signing
+from protocol.envelope import (MAX_TOPIC_BYTES, Envelope, ProtocolError, decode, encode,
+                               parse_body, topic_for)
 from protocol.messages import ApprovalDecision
 from protocol.settings import load_settings
 from protocol.signing import Signer
 
 WAIT = 20.0
+MAX_FRAME = 1 << 20
 
 
 @pytest.fixture
@@ -179,3 +184,82 @@ def test_a_c_client_and_a_python_client_hear_each_other(bus_process, settings, b
         assert time.monotonic() < deadline, (dict(py.rejected), dict(c.rejected))
         threading.Event().wait(0.02)
     assert all("forged" not in v for v in heard.values())
+
+
+# ----------------------------------------------------------------------------------------------
+# the decoder's fast path in C: the same outcome as the Python decoder for any frames
+# ----------------------------------------------------------------------------------------------
+
+_KEY = os.urandom(32)
+_SAMPLES = sorted(all_samples().items())
+
+
+def _outcome(frames, signer, max_bytes=MAX_FRAME):
+    """What decoding and validating these frames comes to: the envelope and the model as plain
+    values, or the reason each step refused them."""
+    try:
+        topic, env = decode(list(frames), max_bytes, signer)
+    except ProtocolError as exc:
+        return ("refused", exc.reason)
+    try:
+        body = ("model", type(parse_body(env)).__name__, parse_body(env).model_dump())
+    except ProtocolError as exc:
+        body = ("schema", exc.reason)
+    return ("accepted", topic, env.to_wire(), body)
+
+
+def _mutate(payload: bytes, how: str, value) -> bytes:
+    if how == "field":                   # one header field set to an odd value
+        d = msgpack.unpackb(payload)
+        d[value[0]] = value[1]
+        return msgpack.packb(d, use_bin_type=True)
+    if how == "flip":
+        i = value % max(1, len(payload))
+        return payload[:i] + bytes([payload[i] ^ 0x41]) + payload[i + 1:]
+    if how == "cut":
+        return payload[: value % max(1, len(payload))]
+    return payload
+
+
+_ODD = st.sampled_from([
+    ("v", 2), ("v", True), ("v", 1.0), ("seq", -1), ("seq", 2 ** 64 - 1), ("seq", 1.5),
+    ("type", "NoSuchType"), ("type", 7), ("ts", 5), ("ts", "now"), ("id", 3), ("to", 5),
+    ("corr", b"x"), ("trace", None), ("body", []), ("body", {"x": 1}), ("body", None),
+    ("from", None), ("node", ""), ("extra", {"k": [1, 2]}), ("task", "t" * 300)])
+
+
+@pytest.mark.skipif(accel.WIRE is None, reason="protocol/_wire.c not built")
+@hsettings(max_examples=400, deadline=None)
+@given(sample=st.sampled_from(_SAMPLES), signed=st.booleans(),
+       how=st.sampled_from(["none", "field", "flip", "cut"]), value=st.data(),
+       frames_edit=st.sampled_from(["none", "drop_mac", "short_mac", "wrong_mac", "extra_frame",
+                                    "big_topic"]),
+       small=st.booleans())
+def test_the_c_decoder_decides_as_the_python_one(sample, signed, how, value,
+                                                 frames_edit, small):
+    name, model = sample
+    env = Envelope(type=name, body=model.model_dump(), sender="user", node="user-0-1-ab", seq=3,
+                   task="t1")
+    topic, payload = topic_for(name, "t1"), encode(env)
+    arg = value.draw(_ODD) if how == "field" else value.draw(st.integers(0, 10_000))
+    payload = _mutate(payload, how, arg)
+    c_signer, py_signer = (accel.WIRE.Mac(_KEY), Signer(_KEY)) if signed else (None, None)
+    frames = [topic, payload] + ([py_signer.mac(topic, payload)] if signed else [])
+    if frames_edit == "drop_mac":
+        frames = frames[:2]
+    elif frames_edit == "short_mac" and signed:
+        frames[2] = frames[2][:16]
+    elif frames_edit == "wrong_mac" and signed:
+        frames[2] = Signer(os.urandom(32)).mac(topic, payload)
+    elif frames_edit == "extra_frame":
+        frames.append(b"x")
+    elif frames_edit == "big_topic":
+        frames[0] = b"T" * (MAX_TOPIC_BYTES + 1)
+    max_bytes = len(payload) - 1 if small else MAX_FRAME
+    if (how, frames_edit, small) == ("none", "none", False) and name in fastpath.fast_types()[0]:
+        assert envelope._C_DECODE(list(frames), max_bytes, c_signer) is not None  # C decided
+    c = _outcome(frames, c_signer, max_bytes)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(accel, "WIRE", None)
+        py = _outcome(frames, py_signer, max_bytes)
+    assert c == py
