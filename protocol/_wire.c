@@ -543,10 +543,56 @@ static PyTypeObject DecoderType = {
     .tp_methods = decoder_methods,
 };
 
+/* ---- a validated body Struct as its pydantic model ----------------------------------------- */
+
+static PyObject *s_fields_set, *s_extra, *s_private, *empty_tuple;
+
+/* model(cls, asdict, fields, struct) -> cls's instance holding the struct's field values, built
+ * as protocol/fastpath.py's converter builds it in Python (object.__new__, the field dict as its
+ * __dict__, the fields set, no extra or private values) — no second validation: msgspec has
+ * validated the struct against the model's own mirror. Only for flat models (no nested model). */
+static PyObject *
+wire_model(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "model(cls, asdict, fields, struct)");
+    PyObject *cls = args[0];
+    if (!PyType_Check(cls))
+        return PyErr_Format(PyExc_TypeError, "model: cls must be a class");
+    PyObject *d = PyObject_CallOneArg(args[1], args[3]);
+    if (d == NULL)
+        return NULL;
+    PyObject *fields = NULL, *obj = NULL;
+    if (!PyDict_CheckExact(d)) {
+        PyErr_SetString(PyExc_TypeError, "model: asdict did not return a dict");
+        goto fail;
+    }
+    fields = PySet_New(args[2]);
+    if (fields == NULL)
+        goto fail;
+    obj = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty_tuple, NULL);   /* object.__new__ */
+    if (obj == NULL
+            || PyObject_GenericSetDict(obj, d, NULL) < 0
+            || PyObject_GenericSetAttr(obj, s_fields_set, fields) < 0
+            || PyObject_GenericSetAttr(obj, s_extra, Py_None) < 0
+            || PyObject_GenericSetAttr(obj, s_private, Py_None) < 0)
+        goto fail;
+    Py_DECREF(d);
+    Py_DECREF(fields);
+    return obj;
+fail:
+    Py_XDECREF(obj);
+    Py_XDECREF(fields);
+    Py_DECREF(d);
+    return NULL;
+}
+
 static PyMethodDef wire_methods[] = {
     {"bind", wire_bind, METH_O, "bind(path): use the libzmq already loaded from path"},
     {"recv", wire_recv, METH_O,
      "recv(handle) -> the frames of the next message on the socket, or None (none queued)"},
+    {"model", (PyCFunction)(void (*)(void))wire_model, METH_FASTCALL,
+     "model(cls, asdict, fields, struct) -> the pydantic model of a validated flat body Struct"},
     {"send", (PyCFunction)(void (*)(void))wire_send, METH_FASTCALL,
      "send(handle, frames): one message of these frames on the socket, without blocking"},
     {NULL}
@@ -562,7 +608,11 @@ PyInit__wire(void)
 {
     if (PyType_Ready(&MacType) < 0 || PyType_Ready(&DecoderType) < 0)
         return NULL;
-    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
+    if (zero == NULL && ((zero = PyLong_FromLong(0)) == NULL
+            || (empty_tuple = PyTuple_New(0)) == NULL
+            || (s_fields_set = PyUnicode_InternFromString("__pydantic_fields_set__")) == NULL
+            || (s_extra = PyUnicode_InternFromString("__pydantic_extra__")) == NULL
+            || (s_private = PyUnicode_InternFromString("__pydantic_private__")) == NULL))
         return NULL;
     PyObject *m = PyModule_Create(&wire_module);
     if (m == NULL)

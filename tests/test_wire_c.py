@@ -4,6 +4,7 @@ bus where a client on each path hears the other. The forged-message suite (test_
 both paths too."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -13,6 +14,7 @@ import threading
 import time
 
 import msgpack
+import msgspec
 import pytest
 import zmq
 from hypothesis import given, settings as hsettings, strategies as st
@@ -22,6 +24,7 @@ from protocol import accel, envelope, fastpath, signing
 from protocol.envelope import (MAX_TOPIC_BYTES, Envelope, ProtocolError, decode, encode,
                                parse_body, topic_for)
 from protocol.messages import ApprovalDecision
+from protocol.messages import MESSAGE_TYPES
 from protocol.settings import load_settings
 from protocol.signing import Signer
 
@@ -263,3 +266,34 @@ def test_the_c_decoder_decides_as_the_python_one(sample, signed, how, value,
         m.setattr(accel, "WIRE", None)
         py = _outcome(frames, py_signer, max_bytes)
     assert c == py
+
+
+@pytest.mark.skipif(accel.WIRE is None, reason="protocol/_wire.c not built")
+def test_the_c_model_builder_builds_what_the_python_converter_builds():
+    """For every flat fast-path type: the same instance state as fastpath's Python converter,
+    equal to pydantic's own validation, and an ordinary model afterwards (its own fields set,
+    assignment, copies, JSON)."""
+    built = 0
+    for name, sample in _SAMPLES:
+        mirror = fastpath.mirror_of(MESSAGE_TYPES[name])
+        if mirror is None or not mirror.flat:
+            continue
+        struct = msgspec.msgpack.decode(msgspec.msgpack.encode(sample.model_dump()),
+                                        type=mirror.struct)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(accel, "WIRE", None)
+            python = fastpath._converter(mirror.model, list(mirror.names), [])
+        c = fastpath._converter(mirror.model, list(mirror.names), [])
+        assert isinstance(c, functools.partial)          # the C builder is what runs here
+        a, b = c(struct), python(struct)
+        assert type(a) is type(b) is mirror.model
+        assert a.__dict__ == b.__dict__ and a == b == sample, name
+        assert a.__pydantic_fields_set__ == b.__pydantic_fields_set__ == set(mirror.names)
+        assert a.__pydantic_extra__ is None and a.__pydantic_private__ is None
+        again = c(struct)
+        again.__pydantic_fields_set__.discard(mirror.names[0])   # each its own set and dict
+        assert mirror.names[0] in a.__pydantic_fields_set__ and again.__dict__ is not a.__dict__
+        assert a.model_copy().model_dump() == sample.model_dump()
+        assert mirror.model.model_validate_json(a.model_dump_json()) == sample
+        built += 1
+    assert built >= 10
