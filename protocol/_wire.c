@@ -587,8 +587,159 @@ fail:
     return NULL;
 }
 
+/* ---- an envelope's msgpack, written directly ---------------------------------------------- */
+
+/* The bytes msgspec's encoder writes for the envelope map {"v": 1, "id": .., "ts": .., "type": ..,
+ * "from": .., "node": .., "seq": .., "task": .., "to": .., "corr": .., "reply_to": .., "trace": ..,
+ * "body": ..} in that key order (protocol/envelope.py `Envelope.to_wire`), with the body's own
+ * msgpack spliced in as given — what the publisher would otherwise build a dict for and encode.
+ * The smallest msgpack forms, as msgspec and msgpack write them; tests compare byte for byte. */
+
+typedef struct { char *buf; Py_ssize_t len, cap; } Out;
+
+static int
+out_put(Out *o, const void *data, Py_ssize_t n)
+{
+    if (o->len + n > o->cap) {
+        Py_ssize_t cap = (o->len + n) * 2;
+        char *grown = PyMem_Realloc(o->buf, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o->buf = grown;
+        o->cap = cap;
+    }
+    memcpy(o->buf + o->len, data, (size_t)n);
+    o->len += n;
+    return 0;
+}
+
+static int
+out_head(Out *o, unsigned char tag, uint64_t n, int bytes)
+{
+    unsigned char h[9];
+    h[0] = tag;
+    for (int i = 0; i < bytes; i++)
+        h[1 + i] = (unsigned char)(n >> (8 * (bytes - 1 - i)));
+    return out_put(o, h, 1 + bytes);
+}
+
+static int
+out_str(Out *o, PyObject *obj, const char *field, int optional)
+{
+    if (optional && obj == Py_None) {
+        unsigned char nil = 0xc0;
+        return out_put(o, &nil, 1);
+    }
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "envelope field %s must be str, not %s", field,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(obj, &n);
+    if (utf8 == NULL)
+        return -1;
+    int rc = n < 32 ? out_head(o, (unsigned char)(0xa0 | n), 0, 0)
+           : n <= 0xff ? out_head(o, 0xd9, (uint64_t)n, 1)
+           : n <= 0xffff ? out_head(o, 0xda, (uint64_t)n, 2)
+           : out_head(o, 0xdb, (uint64_t)n, 4);
+    return rc < 0 ? -1 : out_put(o, utf8, n);
+}
+
+static int
+out_key(Out *o, const char *key)
+{
+    Py_ssize_t n = (Py_ssize_t)strlen(key);   /* the keys are short: fixstr */
+    return out_head(o, (unsigned char)(0xa0 | n), 0, 0) < 0 ? -1 : out_put(o, key, n);
+}
+
+static int
+out_int(Out *o, PyObject *obj)
+{
+    if (!PyLong_CheckExact(obj)) {
+        PyErr_Format(PyExc_TypeError, "envelope field seq must be int, not %s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow > 0) {   /* up to 2**64 - 1, as uint64 */
+        unsigned long long u = PyLong_AsUnsignedLongLong(obj);
+        if (u == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+        return out_head(o, 0xcf, u, 8);
+    }
+    if (overflow < 0 || (v == -1 && PyErr_Occurred())) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_OverflowError, "seq below -2**63");
+        return -1;
+    }
+    if (v >= 0) {
+        uint64_t u = (uint64_t)v;
+        return u <= 0x7f ? out_head(o, (unsigned char)u, 0, 0)
+             : u <= 0xff ? out_head(o, 0xcc, u, 1)
+             : u <= 0xffff ? out_head(o, 0xcd, u, 2)
+             : u <= 0xffffffffULL ? out_head(o, 0xce, u, 4)
+             : out_head(o, 0xcf, u, 8);
+    }
+    return v >= -32 ? out_head(o, (unsigned char)(v & 0xff), 0, 0)
+         : v >= -128 ? out_head(o, 0xd0, (uint64_t)v, 1)
+         : v >= -32768 ? out_head(o, 0xd1, (uint64_t)v, 2)
+         : v >= -2147483648LL ? out_head(o, 0xd2, (uint64_t)v, 4)
+         : out_head(o, 0xd3, (uint64_t)v, 8);
+}
+
+/* pack_envelope(id, ts, type, from, node, seq, task, to, corr, reply_to, trace, body) -> bytes */
+static PyObject *
+wire_pack_envelope(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 12)
+        return PyErr_Format(PyExc_TypeError, "pack_envelope takes 12 arguments, got %zd", nargs);
+    PyObject *body = args[11];
+    if (!PyBytes_Check(body))
+        return PyErr_Format(PyExc_TypeError, "body must be msgpack bytes");
+    double ts = PyFloat_AsDouble(args[1]);
+    if (ts == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (!PyFloat_CheckExact(args[1]))
+        return PyErr_Format(PyExc_TypeError, "envelope field ts must be float");
+    Out o = {PyMem_Malloc(512), 0, 512};   /* most envelopes fit; grown if not */
+    if (o.buf == NULL)
+        return PyErr_NoMemory();
+    union { double d; uint64_t u; } bits = {.d = ts};
+    static const char *str_keys[] = {"type", "from", "node"};
+    static const char *opt_keys[] = {"to", "corr", "reply_to", "trace"};
+    PyObject *result = NULL;
+    if (out_head(&o, 0x8d, 0, 0) < 0                                   /* a map of 13 */
+            || out_key(&o, "v") < 0 || out_head(&o, 0x01, 0, 0) < 0
+            || out_key(&o, "id") < 0 || out_str(&o, args[0], "id", 0) < 0
+            || out_key(&o, "ts") < 0 || out_head(&o, 0xcb, bits.u, 8) < 0)
+        goto done;
+    for (int i = 0; i < 3; i++)
+        if (out_key(&o, str_keys[i]) < 0 || out_str(&o, args[2 + i], str_keys[i], 0) < 0)
+            goto done;
+    if (out_key(&o, "seq") < 0 || out_int(&o, args[5]) < 0
+            || out_key(&o, "task") < 0 || out_str(&o, args[6], "task", 0) < 0)
+        goto done;
+    for (int i = 0; i < 4; i++)
+        if (out_key(&o, opt_keys[i]) < 0 || out_str(&o, args[7 + i], opt_keys[i], 1) < 0)
+            goto done;
+    if (out_key(&o, "body") < 0
+            || out_put(&o, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body)) < 0)
+        goto done;
+    result = PyBytes_FromStringAndSize(o.buf, o.len);
+done:
+    PyMem_Free(o.buf);
+    return result;
+}
+
 static PyMethodDef wire_methods[] = {
     {"bind", wire_bind, METH_O, "bind(path): use the libzmq already loaded from path"},
+    {"pack_envelope", (PyCFunction)(void (*)(void))wire_pack_envelope, METH_FASTCALL,
+     "pack_envelope(id, ts, type, from, node, seq, task, to, corr, reply_to, trace, body) -> "
+     "the envelope's msgpack, the body's msgpack spliced in"},
     {"recv", wire_recv, METH_O,
      "recv(handle) -> the frames of the next message on the socket, or None (none queued)"},
     {"model", (PyCFunction)(void (*)(void))wire_model, METH_FASTCALL,

@@ -98,6 +98,12 @@ def sender(sock: zmq.Socket) -> Callable[[list[bytes]], None]:
     return send
 
 
+def envelope_packer() -> Callable[..., bytes] | None:
+    """pack(id, ts, type, from, node, seq, task, to, corr, reply_to, trace, body_msgpack) -> the
+    envelope's msgpack, the bytes msgspec writes for its wire map; None: encode the map."""
+    return None if WIRE is None else WIRE.pack_envelope
+
+
 def mac_type():
     """The HMAC implementation signing.Signer uses: the C one, or None for the Python reference."""
     return None if WIRE is None else WIRE.Mac

@@ -297,3 +297,44 @@ def test_the_c_model_builder_builds_what_the_python_converter_builds():
         assert mirror.model.model_validate_json(a.model_dump_json()) == sample
         built += 1
     assert built >= 10
+
+
+_TEXT = st.text(max_size=40) | st.text(min_size=250, max_size=300) | st.sampled_from(
+    ["", "a" * 31, "a" * 32, "é" * 200, "x" * 65535, "y" * 65536])
+_OPT = st.none() | _TEXT
+
+
+@pytest.mark.skipif(accel.WIRE is None, reason="protocol/_wire.c not built")
+@hsettings(max_examples=300, deadline=None)
+@given(mid=_TEXT, ts=st.floats(), tname=_TEXT, sender=_TEXT, node=_TEXT,
+       seq=st.integers(-2 ** 63, 2 ** 64 - 1) | st.sampled_from(
+           [0, 127, 128, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32, -32, -33]),
+       task=_TEXT, to=_OPT, corr=_OPT, reply_to=_OPT, trace=_OPT,
+       body=st.dictionaries(st.text(max_size=8), st.integers() | st.text() | st.none(),
+                            max_size=5))
+def test_the_c_envelope_writer_writes_what_msgspec_writes(mid, ts, tname, sender, node, seq,
+                                                         task, to, corr, reply_to, trace, body):
+    """publish()'s payload on the C path is byte for byte the wire map's msgspec encoding."""
+    wire = {"v": 1, "id": mid, "ts": ts, "type": tname, "from": sender, "node": node,
+            "seq": seq, "task": task, "to": to, "corr": corr, "reply_to": reply_to,
+            "trace": trace, "body": body}
+    try:
+        want = msgspec.msgpack.encode(wire)
+    except (OverflowError, msgspec.EncodeError):
+        return
+    assert accel.WIRE.pack_envelope(mid, ts, tname, sender, node, seq, task, to, corr, reply_to,
+                                    trace, msgspec.msgpack.encode(body)) == want
+
+
+@pytest.mark.skipif(accel.WIRE is None, reason="protocol/_wire.c not built")
+def test_the_c_envelope_writer_refuses_wrong_types():
+    pack = accel.WIRE.pack_envelope
+    good = ["i", 1.0, "T", "r", "n", 1, "t", None, None, None, None, b"\x80"]
+    assert msgspec.msgpack.decode(pack(*good))["body"] == {}
+    for i, bad in ((0, 5), (1, "now"), (2, None), (5, 1.5), (5, 2 ** 64), (7, b"x"), (11, {})):
+        args = list(good)
+        args[i] = bad
+        with pytest.raises((TypeError, OverflowError)):
+            pack(*args)
+    with pytest.raises(TypeError):
+        pack(*good[:-1])

@@ -105,6 +105,7 @@ class BusClient(Inbound):
         # under the send lock with _pub_live set, which is cleared before the socket closes
         self._send_raw: Callable[[list[bytes]], None] | None = None
         self._recv_raw: Callable[[], list[bytes] | None] | None = None
+        self._pack: Callable[..., bytes] | None = None   # C envelope writer (None: the wire map)
         # Message ids: a random per-client prefix plus a counter; unique without a syscall each.
         self._id_prefix = secrets.token_hex(8)
         self._id_counter = itertools.count(1)
@@ -253,10 +254,17 @@ class BusClient(Inbound):
             # the hot path: the wire map built here and encoded under the send lock at once (no
             # Envelope object, no copy of a flat body, no hop through the loop thread)
             with self._send_lock:
-                self._send_wire_locked(topic, {
-                    "v": PROTOCOL_VERSION, "id": mid, "ts": time.time(), "type": tname,
-                    "from": as_role or self.role, "node": self.node, "seq": 0, "task": task,
-                    "to": to, "corr": corr, "reply_to": reply_to, "trace": trace, "body": body})
+                pack = self._pack
+                if pack is not None:  # C: the envelope's msgpack written with no wire map
+                    self._send_payload_locked(topic, pack(
+                        mid, time.time(), tname, as_role or self.role, self.node,
+                        self._next_seq(topic), task, to, corr, reply_to, trace, _ENCODE(body)))
+                else:
+                    self._send_wire_locked(topic, {
+                        "v": PROTOCOL_VERSION, "id": mid, "ts": time.time(), "type": tname,
+                        "from": as_role or self.role, "node": self.node, "seq": 0, "task": task,
+                        "to": to, "corr": corr, "reply_to": reply_to, "trace": trace,
+                        "body": body})
         else:
             self._submit(("pub", Envelope(tname, dict(body), as_role or self.role, self.node, 0,
                                           task, mid, time.time(), to, corr, reply_to, trace),
@@ -439,22 +447,31 @@ class BusClient(Inbound):
                           ) -> list[bytes]:
         """Number, encode, sign and send one envelope (its wire map, `seq` filled in here); the
         caller holds the send lock, which keeps each stream's sequence in order on the wire."""
+        wire["seq"] = self._next_seq(topic)
+        # = envelope.encode: the same bytes; one encoder, under the lock
+        return self._send_payload_locked(topic, _ENCODE(wire), wire["id"], pending)
+
+    def _next_seq(self, topic: bytes) -> int:
+        """The next sequence number of the topic's stream (under the send lock)."""
         stream = topic.split(b"/", 1)[0]  # = stream_of(topic), inlined on the hot path
         seqs = self._seq
-        seq = wire["seq"] = seqs.get(stream, 0) + 1
-        seqs[stream] = seq
+        seq = seqs[stream] = seqs.get(stream, 0) + 1
         if len(seqs) > LRU_CAP:  # directed streams to short-lived effectors come and go
             for key in list(seqs)[: len(seqs) // 2]:
                 if key.startswith(b"@"):
                     del seqs[key]
-        payload = _ENCODE(wire)   # = envelope.encode: the same bytes; one encoder, under the lock
+        return seq
+
+    def _send_payload_locked(self, topic: bytes, payload: bytes, msg_id: str = "",
+                             pending: Pending | None = None) -> list[bytes]:
+        """Sign and send an encoded envelope as it is (no re-serialization, no copy); a work
+        message's `pending` is registered before the send, so its ack cannot arrive first."""
         signer = self._signer
-        # the MAC over the bytes just built, sent as they are: no re-serialization, no copy
         frames = [topic, payload] if signer is None else [topic, payload,
                                                            signer.mac(topic, payload)]
         if pending is not None:
             pending.frames = frames
-            self._pending[wire["id"]] = pending
+            self._pending[msg_id] = pending
         if self._pub_live:
             try:
                 self._send_raw(frames)   # one C call for the whole message (protocol/accel.py)
@@ -546,6 +563,7 @@ class BusClient(Inbound):
         self._sub.setsockopt(zmq.SUBSCRIBE, self._my_prefix)
         self._send_raw = accel.sender(self._pub)
         self._recv_raw = accel.receiver(self._sub)
+        self._pack = accel.envelope_packer()
         self._pub_live = True
 
     def _loop_main(self) -> None:
