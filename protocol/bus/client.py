@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-import msgspec
 import zmq
 
 from .. import accel, curve, fastpath, routes, signing, tracecontext
@@ -24,6 +23,7 @@ from ..settings import Settings, load_settings
 from .common import (ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, ReplyCache, ReplySlot,
                      SeenSet, Subscription)
 from .inbound import Inbound
+from .outbound import ENCODE, Outbound
 from .membership import Membership
 from .outbox import Outbox
 
@@ -36,10 +36,9 @@ _DIRECT = frozenset(("pub", "work", "reply"))  # items any thread may send itsel
 # still wakes this often. Polling every 50 ms instead cost an idle daemon ~35 core-ms/s.
 IDLE_WAIT_MS = 1000.0
 _FLAT = fastpath.flat_types()   # bodies that are the model's own __dict__ (fastpath.py)
-_ENCODE = msgspec.msgpack.Encoder().encode  # = envelope.encode's; used under the send lock only
 
 
-class BusClient(Inbound):
+class BusClient(Inbound, Outbound):
     """A process's connection to the artoo bus (threading model: the protocol.bus docstring)."""
 
     def __init__(self, role: str, *, instance: int = 0, instances: int = 1,
@@ -258,7 +257,7 @@ class BusClient(Inbound):
                 if pack is not None:  # C: the envelope's msgpack written with no wire map
                     self._send_payload_locked(topic, pack(
                         mid, time.time(), tname, as_role or self.role, self.node,
-                        self._next_seq(topic), task, to, corr, reply_to, trace, _ENCODE(body)))
+                        self._next_seq(topic), task, to, corr, reply_to, trace, ENCODE(body)))
                 else:
                     self._send_wire_locked(topic, {
                         "v": PROTOCOL_VERSION, "id": mid, "ts": time.time(), "type": tname,
@@ -434,62 +433,6 @@ class BusClient(Inbound):
             self._send_hello()
         elif kind == "call":
             a()
-
-    def _send_env(self, env: Envelope, topic: bytes, pending: Pending | None = None
-                  ) -> list[bytes]:
-        wire = env.to_wire()
-        with self._send_lock:
-            frames = self._send_wire_locked(topic, wire, pending)
-        env.seq = wire["seq"]
-        return frames
-
-    def _send_wire_locked(self, topic: bytes, wire: dict, pending: Pending | None = None
-                          ) -> list[bytes]:
-        """Number, encode, sign and send one envelope (its wire map, `seq` filled in here); the
-        caller holds the send lock, which keeps each stream's sequence in order on the wire."""
-        wire["seq"] = self._next_seq(topic)
-        # = envelope.encode: the same bytes; one encoder, under the lock
-        return self._send_payload_locked(topic, _ENCODE(wire), wire["id"], pending)
-
-    def _next_seq(self, topic: bytes) -> int:
-        """The next sequence number of the topic's stream (under the send lock)."""
-        stream = topic.split(b"/", 1)[0]  # = stream_of(topic), inlined on the hot path
-        seqs = self._seq
-        seq = seqs[stream] = seqs.get(stream, 0) + 1
-        if len(seqs) > LRU_CAP:  # directed streams to short-lived effectors come and go
-            for key in list(seqs)[: len(seqs) // 2]:
-                if key.startswith(b"@"):
-                    del seqs[key]
-        return seq
-
-    def _send_payload_locked(self, topic: bytes, payload: bytes, msg_id: str = "",
-                             pending: Pending | None = None) -> list[bytes]:
-        """Sign and send an encoded envelope as it is (no re-serialization, no copy); a work
-        message's `pending` is registered before the send, so its ack cannot arrive first."""
-        signer = self._signer
-        frames = [topic, payload] if signer is None else [topic, payload,
-                                                           signer.mac(topic, payload)]
-        if pending is not None:
-            pending.frames = frames
-            self._pending[msg_id] = pending
-        if self._pub_live:
-            try:
-                self._send_raw(frames)   # one C call for the whole message (protocol/accel.py)
-                self.sent += 1
-            except accel.SEND_ERRORS as exc:  # HWM with NODROP, or the context going away
-                self._note("send_error", f"send failed: {exc}")
-        return frames
-
-    def _send_frames(self, frames: list[bytes]) -> None:
-        """Send frames already built (a re-send, a cached reply) as they are."""
-        with self._send_lock:
-            if not self._pub_live:
-                return
-            try:
-                self._send_raw(frames)
-                self.sent += 1
-            except accel.SEND_ERRORS as exc:  # HWM with NODROP, or the context going away
-                self._note("send_error", f"send failed: {exc}")
 
     def _send_reply(self, req: Envelope, msg: Body) -> None:
         if not req.reply_to:
