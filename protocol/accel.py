@@ -1,10 +1,12 @@
-"""Which frame I/O and HMAC the bus uses in this process: the C module or the pure-Python reference.
+"""Which hot path the bus runs in this process: the C module or the pure-Python reference.
 
-`protocol/_wire.c` (built by `pip install`, see setup.py) receives a whole message's frames, sends
-a message's frames and computes the MAC in one C call each — the same bytes on the wire, the same
-MAC, the same sockets (pyzmq's, driven through the libzmq pyzmq loaded). Where it is missing (no
-compiler at install time) or `ARTOO_WIRE_C=0` turns it off, the bus runs the Python paths it
-always had; `WIRE` is None then. Both are tested against each other (tests/test_wire_c.py).
+`protocol/_wire.c` (built by `pip install`, see setup.py) takes a message's frames off a socket
+and puts them on in one call each (pyzmq's sockets, driven through the libzmq pyzmq loaded),
+computes and checks MACs, decodes a regular frame into its Envelope, builds a validated flat
+body's model and writes a published envelope's msgpack — the same bytes, MACs and decisions as
+the Python code. Where it is missing (no compiler at install time) or `ARTOO_WIRE_C=0` turns it
+off, the bus runs the Python paths it always had; `WIRE` is None then. A client picks its path
+when it connects; the tests hold the two to the same results (tests/test_wire_c.py).
 """
 from __future__ import annotations
 
@@ -40,9 +42,10 @@ def _libzmq_path() -> str | None:
     """The libzmq file mapped into this process by pyzmq (its backend is imported by `zmq`)."""
     zmq.zmq_version()  # the backend (and with it libzmq) is loaded
     try:
-        with open("/proc/self/maps") as maps:
+        with open("/proc/self/maps") as maps:   # address perms offset dev inode [path]
             for line in maps:
-                path = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
+                fields = line.split(None, 5)
+                path = fields[5].strip() if len(fields) == 6 else ""
                 name = os.path.basename(path)
                 if name.startswith("libzmq") and ".so" in name:
                     return path

@@ -10,6 +10,8 @@ import hmac
 import os
 import shutil
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -338,3 +340,13 @@ def test_the_c_envelope_writer_refuses_wrong_types():
             pack(*args)
     with pytest.raises(TypeError):
         pack(*good[:-1])
+
+
+def test_artoo_wire_c_0_turns_the_c_paths_off_in_a_process():
+    """The switch a user (or a bug report) needs: the whole process runs the Python paths."""
+    code = ("from protocol import accel, envelope, signing; "
+            "print(accel.WIRE is None, envelope._C_DECODE is None, "
+            "type(signing.new_signer(b'k' * 32)).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "ARTOO_WIRE_C": "0"},
+                         capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert out == ["True", "True", "Signer"]

@@ -26,7 +26,6 @@ from .common import ALL, DEFER, SENDERS_CAP, Subscription
 log = logging.getLogger("artoo.bus")
 
 
-
 class Inbound:
     """Mixin of BusClient (its state is set up in BusClient.__init__)."""
 
