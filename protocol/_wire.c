@@ -25,6 +25,9 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+/* The functions and types below, as protocol/accel.py calls them; raised on any change to them */
+#define WIRE_ABI 1
+
 /* libzmq's public ABI (zmq.h, stable since 4.0): the message is 64 bytes, pointer-aligned */
 typedef struct { unsigned char _[64]; } __attribute__((aligned(sizeof(void *)))) zmq_msg_t;
 #define ZMQ_DONTWAIT 1
@@ -777,6 +780,11 @@ PyInit__wire(void)
     Py_INCREF(&DecoderType);
     if (PyModule_AddObject(m, "Decoder", (PyObject *)&DecoderType) < 0) {
         Py_DECREF(&DecoderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* what protocol/accel.py expects: a build left from an older source is not used */
+    if (PyModule_AddIntConstant(m, "ABI", WIRE_ABI) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -18,6 +18,7 @@ from typing import Callable
 import zmq
 
 log = logging.getLogger("artoo.bus")
+ABI = 1   # = WIRE_ABI in _wire.c: the functions and types this module expects of it
 
 
 def _load():
@@ -26,6 +27,10 @@ def _load():
     try:
         from . import _wire
     except ImportError:
+        return None
+    if getattr(_wire, "ABI", None) != ABI:
+        log.warning("protocol/_wire.c was built from another version of its source: the bus "
+                    "runs its Python paths until `bash scripts/setup` rebuilds it")
         return None
     path = _libzmq_path()
     if path is None:

@@ -350,3 +350,16 @@ def test_artoo_wire_c_0_turns_the_c_paths_off_in_a_process():
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "ARTOO_WIRE_C": "0"},
                          capture_output=True, text=True, timeout=60, check=True).stdout.split()
     assert out == ["True", "True", "Signer"]
+
+
+def test_a_build_from_another_source_is_not_used(monkeypatch, caplog):
+    """A .so left from an older _wire.c (new code pulled, no re-install) would lack what the
+    code calls: the bus runs its Python paths instead, and says why."""
+    if accel.WIRE is None:
+        pytest.skip("protocol/_wire.c not built")
+    monkeypatch.setattr(accel, "ABI", accel.ABI + 1)
+    with caplog.at_level("WARNING", logger="artoo.bus"):
+        assert accel._load() is None
+    assert "scripts/setup" in caplog.text
+    monkeypatch.undo()
+    assert accel._load() is accel.WIRE
