@@ -1,9 +1,11 @@
-/* The bus client's per-frame work in C (issue 34): ZeroMQ frames in and out, and the HMAC.
+/* The bus client's hot path in C (issue 34): ZeroMQ frames in and out, the HMAC, the decoder's
+ * regular case, a validated body's model, and a published envelope's msgpack.
  *
  * What the Python paths paid per message and this does not: a pyzmq Frame object per received
  * frame (three per message) with its `.bytes` copy and `.more` lookup, pyzmq's Python-level send
- * wrapper per sent frame, and four hashlib objects (two copies, two digests) per MAC. The wire,
- * the MAC and every decision about a frame are unchanged: this only moves bytes and hashes them.
+ * wrapper per sent frame, four hashlib objects (two copies, two digests) per MAC, the decoder's
+ * and the converter's Python steps, and the publisher's wire map. The wire, the MAC and every
+ * decision about a frame are unchanged: whatever is not the regular case goes back to Python.
  *
  * libzmq is the one pyzmq already loaded (its wheel bundles it): `bind` finds its symbols with
  * dlopen(RTLD_NOLOAD), so both drive the same sockets through the same library. The sockets are
