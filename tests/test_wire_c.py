@@ -5,6 +5,7 @@ both paths too."""
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import hmac
 import os
@@ -363,3 +364,40 @@ def test_a_build_from_another_source_is_not_used(monkeypatch, caplog):
     assert "scripts/setup" in caplog.text
     monkeypatch.undo()
     assert accel._load() is accel.WIRE
+
+
+@pytest.mark.skipif(accel.WIRE is None, reason="protocol/_wire.c not built")
+def test_the_c_calls_keep_no_reference_they_should_not(pair):
+    """Every entry point, on its good and its refusing path, 20,000 times: the interpreter's
+    count of allocated blocks does not grow (a leaked object per call would add 20,000)."""
+    a, b = pair
+    send, recv, pack = accel.sender(a), accel.receiver(b), accel.envelope_packer()
+    mac = signing.new_signer(os.urandom(32))
+    sample = dict(_SAMPLES)["LlmUsage"]
+    env = Envelope(type="LlmUsage", body=sample.model_dump(), sender="u", node="n", seq=1,
+                   task="t")
+    topic, payload = topic_for("LlmUsage", "t"), encode(env)
+    good = [topic, payload, mac.mac(topic, payload)]
+    cut = [topic, payload[:-3], mac.mac(topic, payload[:-3])]
+    body = msgspec.msgpack.encode(sample.model_dump())
+
+    def once(i):
+        parse_body(decode(good, MAX_FRAME, mac)[1])
+        with pytest.raises(ProtocolError):
+            decode(cut, MAX_FRAME, mac)
+        assert mac.verify(topic, payload, good[2]) and len(mac.sign(topic, payload)) == 3
+        pack("i", 1.0, "T", "f", "n", i, "t", None, "c", None, None, body)
+        with pytest.raises(TypeError):
+            pack("i", 1.0, None, "f", "n", i, "t", None, "c", None, None, body)
+        send(good)
+        assert b.poll(int(WAIT * 1000)) and recv() == good and recv() is None
+        with pytest.raises(TypeError):
+            send([b"x", "y"])
+    for i in range(2000):
+        once(i)
+    gc.collect()
+    before = sys.getallocatedblocks()
+    for i in range(20000):
+        once(i)
+    gc.collect()
+    assert sys.getallocatedblocks() - before < 2000
