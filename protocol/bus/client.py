@@ -250,8 +250,8 @@ class BusClient(Inbound, Outbound):
                 self._topics.clear()
             topic = self._topics[(tname, task, node)] = topic_for(tname, task, node)
         if self._pub_live and not self._stop.is_set():
-            # the hot path: the wire map built here and encoded under the send lock at once (no
-            # Envelope object, no copy of a flat body, no hop through the loop thread)
+            # the hot path: the envelope encoded under the send lock at once (no Envelope
+            # object, no copy of a flat body, no hop through the loop thread)
             with self._send_lock:
                 pack = self._pack
                 if pack is not None:  # C: the envelope's msgpack written with no wire map
