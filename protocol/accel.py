@@ -22,25 +22,26 @@ ABI = 1   # = WIRE_ABI in _wire.c: the functions and types this module expects o
 
 
 def _load():
+    """(the C module or None, a line for `artoo status` saying which path runs and why)."""
     if os.environ.get("ARTOO_WIRE_C", "1") == "0":
-        return None
+        return None, "Python (ARTOO_WIRE_C=0)"
     try:
         from . import _wire
     except ImportError:
-        return None
+        return None, "Python (protocol/_wire.c is not built: no C compiler at install time?)"
     if getattr(_wire, "ABI", None) != ABI:
         log.warning("protocol/_wire.c was built from another version of its source: the bus "
                     "runs its Python paths until `bash scripts/setup` rebuilds it")
-        return None
+        return None, "Python (protocol/_wire.c built from another source: bash scripts/setup)"
     path = _libzmq_path()
     if path is None:
-        return None
+        return None, "Python (pyzmq's libzmq not found among the loaded libraries)"
     try:
         _wire.bind(path)
     except OSError as exc:   # a pyzmq built against a system libzmq elsewhere: stay in Python
         log.warning("bus frame I/O stays in Python: %s", exc)
-        return None
-    return _wire
+        return None, f"Python ({exc})"
+    return _wire, "C (protocol/_wire.c)"
 
 
 def _libzmq_path() -> str | None:
@@ -59,7 +60,7 @@ def _libzmq_path() -> str | None:
     return None
 
 
-WIRE = _load()
+WIRE, STATE = _load()
 
 
 # What a send raises when libzmq refuses it: pyzmq's error, or the C module's OSError (errno set)

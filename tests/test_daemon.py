@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from protocol import accel
 from scripted_llm import ScriptedLLM
 from services.runtime import daemon
 
@@ -190,6 +191,7 @@ def test_status_without_a_daemon_reports_every_role_missing(settings, bus_only_c
     report = json.loads(result.stdout)
     assert report["supervisord_pid"] is None
     assert [(r["role"], r["alive"]) for r in report["roles"]] == [("bus", False)]
+    assert report["bus_hot_path"] == accel.STATE     # which path the bus runs, and why
     assert_nothing_left(settings)
 
 

@@ -347,10 +347,10 @@ def test_artoo_wire_c_0_turns_the_c_paths_off_in_a_process():
     """The switch a user (or a bug report) needs: the whole process runs the Python paths."""
     code = ("from protocol import accel, envelope, signing; "
             "print(accel.WIRE is None, envelope._C_DECODE is None, "
-            "type(signing.new_signer(b'k' * 32)).__name__)")
+            "type(signing.new_signer(b'k' * 32)).__name__, accel.STATE)")
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "ARTOO_WIRE_C": "0"},
                          capture_output=True, text=True, timeout=60, check=True).stdout.split()
-    assert out == ["True", "True", "Signer"]
+    assert out == ["True", "True", "Signer", "Python", "(ARTOO_WIRE_C=0)"]
 
 
 def test_a_build_from_another_source_is_not_used(monkeypatch, caplog):
@@ -360,10 +360,10 @@ def test_a_build_from_another_source_is_not_used(monkeypatch, caplog):
         pytest.skip("protocol/_wire.c not built")
     monkeypatch.setattr(accel, "ABI", accel.ABI + 1)
     with caplog.at_level("WARNING", logger="artoo.bus"):
-        assert accel._load() is None
-    assert "scripts/setup" in caplog.text
+        wire, state = accel._load()
+    assert wire is None and "scripts/setup" in caplog.text and "scripts/setup" in state
     monkeypatch.undo()
-    assert accel._load() is accel.WIRE
+    assert accel._load() == (accel.WIRE, "C (protocol/_wire.c)")
 
 
 @pytest.mark.skipif(accel.WIRE is None, reason="protocol/_wire.c not built")

@@ -41,6 +41,8 @@ def print_status(report: dict, as_json: bool) -> None:
                       f"admitted, {curve['refused']} refused", highlight=False)
     if report.get("bus_signing"):
         console.print(f"Bus signing: {report['bus_signing']}")
+    if report.get("bus_hot_path"):
+        console.print(f"Bus hot path: {report['bus_hot_path']}")
     box = report.get("sandbox")
     if box:
         colour = {"bubblewrap": "green", "off": "yellow"}.get(box["mode"], "red")

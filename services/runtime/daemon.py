@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from protocol import curve, signing
+from protocol import accel, curve, signing
 from protocol.bus import BusClient, BusTimeout
 from protocol.settings import Settings, env_name, parse_instances
 
@@ -509,7 +509,7 @@ def status_report(settings: Settings, env: dict[str, str], collector: HeartbeatC
     return {"home": str(settings.home), "supervisord_pid": supervisord_pid(settings),
             "host": settings.host, "bus": bus_description(settings),
             "roles": rows, "llm_backends": local_model.backend_description(settings, env),
-            "bus_signing": signing_state(settings)}
+            "bus_signing": signing_state(settings), "bus_hot_path": accel.STATE}
 
 
 def bus_description(settings: Settings) -> str:
