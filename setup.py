@@ -1,4 +1,5 @@
-"""The one compiled piece: protocol/_wire.c, the bus client's frame I/O and HMAC (issue 34).
+"""The one compiled piece: protocol/_wire.c, the bus's hot path (frame I/O, MAC, decoder, model,
+envelope writer; issue 34).
 
 Optional: without a C compiler or OpenSSL's headers the install still succeeds and the bus runs
 its pure-Python paths (protocol/accel.py says which one a process uses)."""
