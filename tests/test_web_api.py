@@ -19,6 +19,7 @@ import pytest
 
 from audit_support import logged_envelopes, wait_until
 from conftest import REPO
+from protocol import accel
 from protocol.bus import BusClient
 from protocol.routes import WORK_TYPES
 from services.runtime import tasklog
@@ -122,6 +123,7 @@ def test_daemon_page_lists_every_role(web):
     d = get_json(web.console, "/api/daemon")
     assert d["proxy"]["frontend_msgs_in"] > 0 and "capture_captured" in d["proxy"]
     assert d["bus"] == "up"
+    assert d["bus_hot_path"] == accel.STATE            # which path the bus runs, and why
     roles = {r["role"] for r in d["roles"] if r["alive"]}
     assert {"bus", "tap", "perceiver", "planner", "metaval", "ggs", "memory"} <= roles
     assert d["console"]["live"] is True and d["console"]["node"].startswith("web-console-")

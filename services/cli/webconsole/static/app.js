@@ -243,6 +243,7 @@ async function showDaemon() {
     h("div", { class: "kv" }, h("div", {}, "home"), h("div", { class: "mono" }, d.home),
       h("div", {}, "supervisord"), h("div", {}, d.supervisord_pid ?? "not running"),
       h("div", {}, "bus"), h("div", {}, d.bus), h("div", {}, "signing"), h("div", {}, d.bus_signing || "-"),
+      h("div", {}, "hot path"), h("div", {}, d.bus_hot_path || "-"),
       h("div", {}, "alive"), h("div", {}, `${rows.filter(r => r.alive).length} of ${rows.length} instances`)),
     h("h2", {}, "Roles and instances"), t,
     h("h2", {}, "Proxy counters"), h("div", { class: "kv", id: "proxy" },
