@@ -9,6 +9,7 @@ command) that does not return until the crash has happened; every wait is on an 
 from __future__ import annotations
 
 import io
+import json
 import threading
 import time
 from types import SimpleNamespace
@@ -251,3 +252,48 @@ def test_a_schedule_keeps_firing_across_a_crash_of_everything(durable):
         raise explained(exc) from None
     with store.edit() as data:
         data["schedules"] = [s for s in data["schedules"] if s["id"] != sched["id"]]
+
+
+def test_a_crash_before_the_meta_validator_acknowledged_its_round_still_ends_the_task(durable):
+    """The planner persists a round before it sends the meta-validator the round's manifest (and
+    each outcome it relays); the bus client writes a sent message to its outbox a moment later,
+    on its loop thread. A kill between the two left the fan-in without its manifest: the outcome
+    waited as an early one until the deadline (a flaky scheduled-run test showed it). Here the
+    meta-validator is stopped (SIGSTOP) through the round so nothing reaches it, every process is
+    killed after the subtask ends, and the planner's outbox is emptied — the state that kill
+    leaves. After `up` the resumed plan sends the manifest and the outcome again, and the task
+    ends with one FinalResult and one side effect."""
+    env = durable
+    rid = f"run-dur-unacked-{time.monotonic_ns() % 10**8}"
+    out = env.settings.workspace / f"out-{rid}.txt"
+    env.holds[rid] = {"phase": "none", "held": threading.Event(), "release": threading.Event()}
+    metavals = [psutil.Process(info["pid"])
+                for (program, _), info in daemon.supervisor_processes(env.settings).items()
+                if program == "metaval" and info.get("pid")]
+    assert metavals
+    for p in metavals:
+        p.suspend()
+    try:
+        env.session.submit(f"append A {rid}", run_id=rid, deadline_s=DEADLINE_S)
+        plan_file = env.settings.home / "state" / "planner" / f"{rid}.json"
+
+        def outcome_persisted():
+            try:
+                return bool(json.loads(plan_file.read_text()).get("outcomes"))
+            except (OSError, ValueError):
+                return False
+        wait_until(outcome_persisted, 60, "the subtask's outcome in the planner's state")
+        assert not any(e["kind"] == "merge_verdict"
+                       for e in tasklog.read(env.settings.tasks_dir, rid))
+    finally:
+        kill_everything(env.settings)      # the stopped meta-validator too
+    for entry in (env.settings.home / "state" / "outbox").glob("planner-*/*"):
+        entry.unlink()
+    restarted_at = time.time()
+    daemon.up(env.settings, timeout_s=120)
+    final = env.session.follow(rid, 60)
+    assert final is not None, run_report(env, rid, {}, restarted_at)
+    assert final.directive in ("accept", "success"), final.summary
+    assert out.read_text() == "A\n"
+    kinds = [e["kind"] for e in tasklog.read(env.settings.tasks_dir, rid)]
+    assert kinds.count("subtask_begin") == 1, kinds      # not run again: its outcome was kept

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from audit_support import wait_until
 from pipeline_harness import pipeline_stack, run_id
-from protocol.messages import ClarificationReply
+from protocol.messages import ClarificationReply, FinalResult, RunOptions, UserRequest
 from replies_pipeline import clarify, perception
 from scripted_llm import Delay, Http
 from services.runtime import tasklog
@@ -187,6 +188,35 @@ def test_sigkill_mid_request_is_redelivered_to_the_restarted_perceiver(stack):
     stack.llm.add("perceiver", perception("Archive the old reports"), task=rid)
     stack.restart_role("perceiver")
     assert spec_of(stack, rid).intent == "Archive the old reports"
+
+
+def test_a_request_re_delivered_after_a_restart_gets_the_same_task_spec_not_a_new_one(stack):
+    """The sender re-sends a request it never heard acknowledged, under the same id (the scheduler
+    after a crash of everything). A restarted perceiver no longer remembers it; it must not
+    perceive the goal again (a second TaskSpec re-armed GGS with a new deadline): it sends the
+    TaskSpec it sent before, under the same message id — once; a later copy is a plain
+    duplicate."""
+    rid = run_id()
+    stack.llm.add("perceiver", perception("Tidy the reports folder"), task=rid)
+    req = UserRequest(task_id=rid, text="tidy up the reports", options=RunOptions())
+    msg_id = stack.user.new_id()
+    stack.user.send(req, msg_id=msg_id)
+    first = stack.planner_rec.wait_type("TaskSpec", rid)[0]
+    first_env = stack.planner_rec.envs("TaskSpec", rid)[0]
+    stack.kill_role("perceiver")
+    stack.restart_role("perceiver")
+    watch = stack.recorder("watch", ["TaskSpec"])   # a planner restarted too: no memory of ids
+    stack.user.send(req, msg_id=msg_id)
+    again = watch.wait_type("TaskSpec", rid)[0]
+    assert watch.envs("TaskSpec", rid)[0].id == first_env.id
+    assert again.model_dump() == first.model_dump()
+    stack.user.send(req, msg_id=msg_id)             # handled now: acked, not sent a third time
+    events = lambda: [e["kind"] for e in tasklog.read(stack.settings.tasks_dir, rid)]
+    wait_until(lambda: events().count("perceiver_resent") == 1, 10, "the re-send logged")
+    assert events().count("task_begin") == 1 and stack.llm.calls("perceiver", rid) == 1
+    stack.client("ggs").publish(FinalResult(task_id=rid, directive="accept", summary="done"))
+    state = stack.settings.home / "state" / "perceiver" / f"{rid}.json"
+    wait_until(lambda: not state.exists(), 10, "the kept TaskSpec dropped at the task's end")
 
 
 def test_intent_slug_is_plain_words():

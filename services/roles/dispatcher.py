@@ -202,6 +202,7 @@ class Dispatcher:
             tasklog.append(self.settings.tasks_dir, task_id, "planner_resumed", plan_round=plan.round,
                            group_idx=plan.group_idx)
             log.info("resumed plan of %s (round %d, group %d)", task_id, plan.round, plan.group_idx)
+            self._redeliver(plan)
 
     def resume_one(self, task_id: str) -> bool:
         """Take over one task's plan from its state file on this machine (its holder ran here)."""
@@ -217,7 +218,20 @@ class Dispatcher:
             self.plans[task_id] = plan
         tasklog.append(self.settings.tasks_dir, task_id, "planner_resumed", plan_round=plan.round,
                        group_idx=plan.group_idx, taken_over=True)
+        self._redeliver(plan)
         return True
+
+    def _redeliver(self, plan: TaskPlan) -> None:
+        """A resumed plan sends the meta-validator again what its predecessor had sent it: the
+        round's manifest and the outcomes relayed so far. Each was persisted here before it left,
+        but the re-sending until acknowledged died with that process, so a crash between the two
+        left the fan-in without its manifest (its outcomes wait as early ones for ever) or
+        without an outcome. The meta-validator takes a copy it holds as a no-op."""
+        if plan.status == "planning_failed" or not plan.subtasks:
+            return
+        self._manifest(plan)
+        for outcome in plan.outcomes.values():
+            self.client.send(outcome, consumers=("metaval",))
 
     def get(self, task_id: str) -> TaskPlan | None:
         with self.lock:
@@ -465,10 +479,7 @@ class Dispatcher:
                 if plan.group() and not any(st.subtask_id in plan.placements or
                                             st.subtask_id in plan.outcomes for st in plan.group()):
                     # saved, then killed before its group was offered (a crash of everything
-                    # right after planning): offer it now, the manifest again with the first
-                    # group (metaval takes a repeated one as it is) — else it waits forever
-                    if plan.group_idx == 0:
-                        self._manifest(plan)
+                    # right after planning): offer it now (resume sent the manifest again)
                     self._dispatch_group(plan)
                     continue
                 changed = False

@@ -211,6 +211,7 @@ class Perceiver:
         self.store = TaskStateStore(settings, ROLE)
         self.pending: dict[str, dict] = {}      # task -> {request, qa, round, asked_at, ...}
         self.done: dict[str, float] = {}         # tasks already turned into a TaskSpec/reply
+        self.restored: set[str] = set()          # done before a restart: TaskSpec kept on disk
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="perceiver-expire")
         # When the world process last heartbeat. Until one arrives the perceiver cannot tell a
         # world that is down from one not heard yet (it beats once a second; `artoo up` returns
@@ -236,9 +237,17 @@ class Perceiver:
         self.takeover.attach()
 
     def resume(self) -> None:
-        """Reload clarifications that were waiting for the operator when we were killed."""
-        self.pending.update(self.store.load_all(self.client.owns))
-        self.takeover.register_files(self.store.load_all(lambda t: not self.client.owns(t)))
+        """Reload clarifications that were waiting for the operator when we were killed, and the
+        TaskSpecs sent for tasks not yet ended (a re-delivered request is answered from them)."""
+        for task, state in self.store.load_all(self.client.owns).items():
+            if "spec" in state:
+                self.done[task] = float(state.get("perceived_at") or time.time())
+                self.restored.add(task)
+            else:
+                self.pending[task] = state
+        self.takeover.register_files({
+            t: st for t, st in self.store.load_all(lambda t: not self.client.owns(t)).items()
+            if "spec" not in st})
 
     @property
     def llm(self) -> LLMClient:
@@ -250,14 +259,38 @@ class Perceiver:
     def on_request(self, env: Envelope, req: UserRequest) -> None:
         task = req.task_id
         with self.lock:
-            if task in self.done or task in self.pending:
-                return  # a re-delivery (we may have been restarted mid-handling)
+            seen = task in self.done or task in self.pending
+            restored = task in self.restored
+            self.restored.discard(task)
+        if seen:    # a re-delivery (we may have been restarted mid-handling)
+            if restored:
+                self._send_again(task)
+            return
         now = time.time()
         deadline_s = req.options.deadline_s or self.settings.task_deadline_s
         state = {"task_id": task, "request": req.model_dump(), "qa": [], "round": 0,
                  "created_at": now, "deadline_at": now + deadline_s}
         self._or_end(task, (lambda: self._converse(req)) if is_conversational(req.text)
                      else (lambda: self._perceive(state)))
+
+    def _send_again(self, task: str) -> None:
+        """A request re-delivered after a restart for a task perceived before it: the sender
+        never heard our ack. The TaskSpec is sent again as it was, under its message id, not
+        perceived anew (a second perception re-armed GGS with a new deadline and could word the
+        intent differently from the plan's); the planner and GGS take the copy as they took the
+        first. The decision log says whether the task has ended meanwhile: then nothing is sent
+        (a restarted planner would plan it again)."""
+        state = self.store.load(task) or {}
+        if any(e.get("kind") == "task_end" for e in tasklog.read(self.settings.tasks_dir, task)):
+            self.store.delete(task)
+            return
+        try:
+            spec = TaskSpec.model_validate(state["spec"])
+        except (KeyError, ValueError) as exc:
+            log.warning("the TaskSpec kept for %s is unreadable (%s); not sent again", task, exc)
+            return
+        tasklog.append(self.settings.tasks_dir, task, "perceiver_resent")
+        self.client.send(spec, msg_id=state.get("spec_msg_id"))
 
     def _or_end(self, task: str, step) -> None:
         """No request may hang on a fault of ours: a step that raises (a bug, a disk error)
@@ -288,7 +321,7 @@ class Perceiver:
         """The instance that asked the question is gone: its state file on this machine keeps
         the request and the question (the answer still finds it), else GGS ends the task."""
         state = self.store.load(begun.task_id)
-        if state and state.get("task_id") == begun.task_id:
+        if state and state.get("task_id") == begun.task_id and "spec" not in state:
             with self.lock:
                 self.pending[begun.task_id] = state
             tasklog.append(self.settings.tasks_dir, begun.task_id, "perceiver_resumed",
@@ -311,7 +344,7 @@ class Perceiver:
             state = self.pending.get(task) or self.store.load(task)
             if state is None and task not in self.done and self.takeover.defer(task):
                 return DEFER  # the question is another (missing) instance's
-            if state is None or task in self.done:
+            if state is None or "spec" in state or task in self.done:   # spec: perceived
                 log.info("clarification reply for unknown or finished task %s ignored", task)
                 return
             if reply.round != state["round"] or len(state["qa"]) >= state["round"]:
@@ -343,6 +376,7 @@ class Perceiver:
         with self.lock:
             self.pending.pop(task, None)
             self.done.pop(task, None)
+            self.restored.discard(task)
         self.store.delete(task)
 
     # -- work ----------------------------------------------------------------------------------
@@ -413,13 +447,18 @@ class Perceiver:
             if len(self.done) > 10_000:  # bounded memory of finished ids
                 for old in sorted(self.done, key=self.done.get)[:5_000]:
                     del self.done[old]
-        self.store.delete(task)
+        # kept until the task ends (on_end): a request re-delivered after a restart is answered
+        # with this TaskSpec, under this id, instead of a second perception (_send_again)
+        msg_id = self.client.new_id()
+        self.store.save(task, {"task_id": task, "deadline_at": spec.deadline_at,
+                               "perceived_at": time.time(), "spec_msg_id": msg_id,
+                               "spec": spec.model_dump(mode="json")})
         tasklog.append(self.settings.tasks_dir, task, "task_begin", intent=spec.intent,
                        intent_slug=spec.intent_slug, raw_input=spec.raw_input,
                        success_criteria=spec.success_criteria, deadline_at=spec.deadline_at,
                        perceiver_error=error or None, workspace=req.options.workspace or None,
                        referents=[r.model_dump() for r in spec.referents] or None)
-        self.client.send(spec)  # consumers: planner + ggs (GGS arms the deadline)
+        self.client.send(spec, msg_id=msg_id)  # consumers: planner + ggs (GGS arms the deadline)
 
     def _world_beat(self, env: Envelope, msg) -> None:
         self.world_seen = time.monotonic()
