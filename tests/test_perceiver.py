@@ -2,6 +2,8 @@
 with the scripted LLM, talking to a stand-in CLI ("user") and stand-in planner and GGS consumers."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from audit_support import wait_until
@@ -195,7 +197,8 @@ def test_a_request_re_delivered_after_a_restart_gets_the_same_task_spec_not_a_ne
     after a crash of everything). A restarted perceiver no longer remembers it; it must not
     perceive the goal again (a second TaskSpec re-armed GGS with a new deadline): it sends the
     TaskSpec it sent before, under the same message id — once; a later copy is a plain
-    duplicate."""
+    duplicate. Once the task has ended (the kept TaskSpec dropped) a copy after another restart
+    is not perceived either: the decision log says the task began."""
     rid = run_id()
     stack.llm.add("perceiver", perception("Tidy the reports folder"), task=rid)
     req = UserRequest(task_id=rid, text="tidy up the reports", options=RunOptions())
@@ -217,6 +220,16 @@ def test_a_request_re_delivered_after_a_restart_gets_the_same_task_spec_not_a_ne
     stack.client("ggs").publish(FinalResult(task_id=rid, directive="accept", summary="done"))
     state = stack.settings.home / "state" / "perceiver" / f"{rid}.json"
     wait_until(lambda: not state.exists(), 10, "the kept TaskSpec dropped at the task's end")
+    # restarted again, the TaskSpec gone with the task's end: the decision log says the task
+    # began, so a late copy of the request is acknowledged and not perceived a second time
+    tasklog.append(stack.settings.tasks_dir, rid, "task_end", status="accepted")
+    stack.kill_role("perceiver")
+    stack.restart_role("perceiver")
+    acked = threading.Event()
+    stack.user.send(req, msg_id=msg_id, on_done=lambda ok: ok and acked.set())
+    assert acked.wait(20), "the late copy was never acknowledged"
+    assert events().count("task_begin") == 1 and stack.llm.calls("perceiver", rid) == 1
+    assert len(watch.envs("TaskSpec", rid)) == 1
 
 
 def test_intent_slug_is_plain_words():

@@ -202,6 +202,9 @@ def build_prompt(request: UserRequest, qa: list[dict], final: bool, world_text: 
 # the role
 # ---------------------------------------------------------------------------------------------
 
+_BEGUN = frozenset({"task_begin", "task_end"})   # a task past these is never perceived again
+
+
 class Perceiver:
     def __init__(self, client: BusClient, settings: Settings, llm: LLMClient | None = None):
         self.client = client
@@ -266,6 +269,8 @@ class Perceiver:
             if restored:
                 self._send_again(task)
             return
+        if self._began_before(task):
+            return
         now = time.time()
         deadline_s = req.options.deadline_s or self.settings.task_deadline_s
         state = {"task_id": task, "request": req.model_dump(), "qa": [], "round": 0,
@@ -291,6 +296,18 @@ class Perceiver:
             return
         tasklog.append(self.settings.tasks_dir, task, "perceiver_resent")
         self.client.send(spec, msg_id=state.get("spec_msg_id"))
+
+    def _began_before(self, task: str) -> bool:
+        """A request for a task the decision log says was perceived (or ended) before, which this
+        process does not remember and keeps no TaskSpec of: its memory went with a restart and
+        the kept TaskSpec with the task's end (or its write failed). Perceived again, the goal
+        would run a second time — so it is not; the sender has its ack."""
+        began = [e["kind"] for e in tasklog.read(self.settings.tasks_dir, task, kinds=_BEGUN)
+                 if e.get("kind") in _BEGUN]
+        if began:
+            log.info("request for %s not perceived again: its decision log has %s", task,
+                     ", ".join(sorted(set(began))))
+        return bool(began)
 
     def _or_end(self, task: str, step) -> None:
         """No request may hang on a fault of ours: a step that raises (a bug, a disk error)
