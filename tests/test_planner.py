@@ -222,6 +222,24 @@ def test_a_plan_saved_before_its_group_was_offered_is_offered_after_a_restart(st
     assert stack.llm.calls("planner", rid) == 1  # resumed, not re-planned
 
 
+def test_a_late_task_spec_of_an_ended_task_is_not_planned(stack):
+    """A copy of a TaskSpec that arrives after its task ended — the planner restarted meanwhile,
+    so it holds no tombstone for it — is acknowledged and not planned: the decision log's
+    task_end says the task is over (planned again, its work would run a second time)."""
+    import threading
+    from services.runtime import tasklog
+    rid = run_id()
+    stack.llm.add("planner", plan(subtask("never")), task=rid)
+    tasklog.append(stack.settings.tasks_dir, rid, "task_end", status="accepted")
+    acked = threading.Event()
+    spec = TaskSpec(task_id=rid, intent_slug="thing", intent="do it", raw_input="do it",
+                    created_at=time.time(), deadline_at=time.time() + 120)
+    stack.perceiver.send(spec, consumers=("planner",), on_done=lambda ok: ok and acked.set())
+    assert acked.wait(20), "the TaskSpec was never acknowledged"
+    assert stack.llm.calls("planner", rid) == 0
+    assert not (stack.settings.home / "state" / "planner" / f"{rid}.json").exists()
+
+
 def test_cancel_drops_the_plan_state(stack):
     rid = run_id()
     stack.llm.add("planner", plan(subtask("long")), task=rid)

@@ -202,7 +202,7 @@ def build_prompt(request: UserRequest, qa: list[dict], final: bool, world_text: 
 # the role
 # ---------------------------------------------------------------------------------------------
 
-_BEGUN = frozenset({"task_begin", "task_end"})   # a task past these is never perceived again
+_BEGUN = tasklog.ENDED | {"task_begin"}     # a task past these is never perceived again
 
 
 class Perceiver:
@@ -286,7 +286,7 @@ class Perceiver:
         first. The decision log says whether the task has ended meanwhile: then nothing is sent
         (a restarted planner would plan it again)."""
         state = self.store.load(task) or {}
-        if any(e.get("kind") == "task_end" for e in tasklog.read(self.settings.tasks_dir, task)):
+        if tasklog.kinds_logged(self.settings.tasks_dir, task, tasklog.ENDED):
             self.store.delete(task)
             return
         try:
@@ -302,11 +302,10 @@ class Perceiver:
         process does not remember and keeps no TaskSpec of: its memory went with a restart and
         the kept TaskSpec with the task's end (or its write failed). Perceived again, the goal
         would run a second time — so it is not; the sender has its ack."""
-        began = [e["kind"] for e in tasklog.read(self.settings.tasks_dir, task, kinds=_BEGUN)
-                 if e.get("kind") in _BEGUN]
+        began = tasklog.kinds_logged(self.settings.tasks_dir, task, _BEGUN)
         if began:
             log.info("request for %s not perceived again: its decision log has %s", task,
-                     ", ".join(sorted(set(began))))
+                     ", ".join(sorted(began)))
         return bool(began)
 
     def _or_end(self, task: str, step) -> None:

@@ -295,6 +295,8 @@ class Planner:
         with self._task_lock(spec.task_id):
             if self.dispatcher.get(spec.task_id) is not None or self.dispatcher.ended(spec.task_id):
                 return  # re-delivered TaskSpec: the plan exists (maybe from before a restart)
+            if tasklog.kinds_logged(self.settings.tasks_dir, spec.task_id, tasklog.ENDED):
+                return  # a late copy of an ended task's TaskSpec (a restart lost our tombstone)
             self._plan(spec, None, 0, env.id)
 
     def on_directive(self, env: Envelope, directive: PlanDirective) -> None:

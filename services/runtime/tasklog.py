@@ -76,6 +76,19 @@ def count(tasks_dir: Path, run_id: str, kind: str) -> int:
         return 0
 
 
+ENDED = frozenset({"task_end"})      # GGS's last word on a task (the conversational path's too)
+
+
+def kinds_logged(tasks_dir: Path, run_id: str, kinds: frozenset[str]) -> set[str]:
+    """Which of `kinds` a run has logged (by each line's first bytes, as `count`): the durable
+    answer to "did this task begin / end?" for a role whose memory went with a restart."""
+    try:
+        with open(log_path(tasks_dir, run_id), "rb") as fh:
+            return {k for raw in fh if (k := _kind(raw)) in kinds}
+    except OSError:
+        return set()
+
+
 def read(tasks_dir: Path, run_id: str, kinds: frozenset[str] | None = None) -> Iterator[dict]:
     """Events of one run in order; a damaged line is skipped, not fatal. `kinds`: only the run's
     first event and those of these kinds, the others skipped undecoded (a lifecycle needs no
