@@ -415,6 +415,10 @@ def test_cli_json_exit_codes_and_the_conversational_path(e2e):
                            "print the time"], env=env, cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 1 and "abandon" in proc.stdout and "Decisions" in proc.stdout
+    again = subprocess.run([sys.executable, "-m", "services.cli", "run", "--run-id", bad,
+                            "print the time"], env=env, cwd=REPO, capture_output=True, text=True,
+                           timeout=60)          # an id a run used is refused, not waited on
+    assert again.returncode == 2 and "not reused" in again.stderr
 
     hello = new_rid("hi")
     e2e.llm.add("perceiver", "Hello! I'm artoo.", task=hello)
