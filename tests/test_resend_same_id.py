@@ -44,6 +44,22 @@ def test_send_and_publish_accept_a_fixed_message_id(bus_process, bus_clients):
     assert got.count(("FinalResult", "fixed-1")) == 1
 
 
+def test_two_sends_of_one_id_in_flight_at_once_both_hear_the_ack(bus_process, bus_clients):
+    """A restarted sender can send one message twice before its ack: its outbox's copy (restored
+    at start) and its own re-send (the scheduler re-sends a run it never saw acknowledged). The
+    second wait must not replace the first: each caller hears the one ack (the scheduler's
+    run stayed "not submitted" for good when its callback was the one dropped)."""
+    ggs = bus_clients("ggs")
+    first, second = threading.Event(), threading.Event()
+    final = FinalResult(task_id="t-twice", directive="accept", summary="ok")
+    ggs.send(final, msg_id="twice-1", on_done=lambda ok: ok and first.set())
+    ggs.send(final, msg_id="twice-1", on_done=lambda ok: ok and second.set())
+    # the consumer comes up only now: both sends wait on its one ack
+    bus_clients("user", setup=lambda c: c.on("FinalResult", lambda env, msg: None, ack=True))
+    assert second.wait(WAIT), "the second send never heard the ack"
+    assert first.wait(WAIT), "the first send's wait was dropped"
+
+
 def test_restarted_ggs_resends_its_final_result_under_the_same_id(bus_process, settings,
                                                                   bus_clients):
     h = Harness(settings, bus_clients)

@@ -51,6 +51,9 @@ class Outbound:
                                                            signer.mac(topic, payload)]
         if pending is not None:
             pending.frames = frames
+            old = self._pending.get(msg_id)
+            if old is not None:     # the same message again under its id, still unacked
+                _merge(pending, old)
             self._pending[msg_id] = pending
         if self._pub_live:
             try:
@@ -70,3 +73,12 @@ class Outbound:
                 self.sent += 1
             except accel.SEND_ERRORS as exc:  # HWM with NODROP, or the context going away
                 self._note("send_error", f"send failed: {exc}")
+
+
+def _merge(pending: Pending, old: Pending) -> None:
+    """One wait for a message sent twice under one id before its ack (a restarted sender's
+    outbox copy and its own re-send): the acks already in count, and both callers are told."""
+    pending.acked |= old.acked
+    first, second = old.on_done, pending.on_done
+    if first is not None:
+        pending.on_done = first if second is None else (lambda ok: (first(ok), second(ok)))
