@@ -127,6 +127,22 @@ def test_planning_failure_goes_to_ggs_never_to_the_user(stack, replies, expect):
     assert not stack.mv.of("DispatchManifest", rid)
 
 
+def test_a_planning_failure_is_told_again_after_a_restart(stack):
+    """The failed round is saved, then PlanningFailed sent; killed in between, GGS would wait for
+    the deadline. The resumed planner sends it again (GGS takes a copy for an ended task as
+    nothing), with the same error, without asking the model again."""
+    rid = run_id()
+    for r in (PROSE, PROSE):
+        stack.llm.add("planner", r, task=rid)
+    send_spec(stack, rid)
+    first = stack.ggs_rec.wait_type("PlanningFailed", rid)[0]
+    stack.kill_role("planner")
+    stack.restart_role("planner")
+    again = stack.ggs_rec.wait_type("PlanningFailed", rid, n=2, timeout=30)[1]
+    assert again.error == first.error and again.plan_round == first.plan_round
+    assert stack.llm.calls("planner", rid) == 2
+
+
 def test_invalid_plan_is_reasked_once_with_the_violation(stack):
     rid = run_id()
     stack.llm.add("planner", plan(subtask("a", sequence=1), subtask("b", sequence=3)), task=rid)

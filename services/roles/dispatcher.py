@@ -27,7 +27,7 @@ from typing import Any, Callable
 from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (Criterion, DispatchManifest, EffectorExited, EffectorStarted,
-                               SubTask, SubTaskAssign, SubTaskClaim, SubTaskOffer, SubTaskOutcome,
+                               PlanningFailed, SubTask, SubTaskAssign, SubTaskClaim, SubTaskOffer, SubTaskOutcome,
                                TaskSpec, ToolCallRecord)
 from protocol.settings import Settings
 
@@ -81,6 +81,7 @@ class TaskPlan:
     memory_text: str = ""
     handled: list[str] = field(default_factory=list)   # ids of TaskSpec/PlanDirective acted on
     status: str = "running"                             # running / finished / planning_failed
+    error: str = ""                                     # why planning failed
 
     @property
     def task_id(self) -> str:
@@ -135,7 +136,7 @@ class TaskPlan:
             "placements": {k: asdict(v) for k, v in self.placements.items()},
             "blocked_tools": self.blocked_tools, "blocked_targets": self.blocked_targets,
             "must_not": self.must_not, "memory_text": self.memory_text,
-            "handled": self.handled[-20:], "status": self.status,
+            "handled": self.handled[-20:], "status": self.status, "error": self.error,
         }
 
     @classmethod
@@ -152,7 +153,8 @@ class TaskPlan:
             blocked_tools=data.get("blocked_tools", []),
             blocked_targets=data.get("blocked_targets", []),
             must_not=data.get("must_not", []), memory_text=data.get("memory_text", ""),
-            handled=data.get("handled", []), status=data.get("status", "running"))
+            handled=data.get("handled", []), status=data.get("status", "running"),
+            error=data.get("error", ""))
 
 
 class Dispatcher:
@@ -226,8 +228,12 @@ class Dispatcher:
         round's manifest and the outcomes relayed so far. Each was persisted here before it left,
         but the re-sending until acknowledged died with that process, so a crash between the two
         left the fan-in without its manifest (its outcomes wait as early ones for ever) or
-        without an outcome. The meta-validator takes a copy it holds as a no-op."""
-        if plan.status == "planning_failed" or not plan.subtasks:
+        without an outcome. The meta-validator takes a copy it holds as a no-op. A round that
+        could not be planned sends GGS its PlanningFailed again, for the same reason."""
+        if plan.status == "planning_failed":
+            self._send_planning_failed(plan)    # GGS ends the task (a copy it ignores)
+            return
+        if not plan.subtasks:
             return
         self._manifest(plan)
         for outcome in plan.outcomes.values():
@@ -305,13 +311,22 @@ class Dispatcher:
             task_id=plan.task_id, plan_round=plan.round, subtask_ids=list(plan.subtasks),
             task_criteria=plan.task_criteria, task_spec=plan.spec, dispatched_at=time.time()))
 
-    def mark_planning_failed(self, spec: TaskSpec, round_: int) -> None:
+    def planning_failed(self, spec: TaskSpec, round_: int, error: str) -> None:
+        """Record that this round could not be planned, then tell GGS (it ends the task)."""
         with self.lock:
             plan = self.plans.get(spec.task_id) or TaskPlan(spec=spec, round=round_)
             plan.status = "planning_failed"
             plan.round = round_
+            plan.error = error
             self.plans[spec.task_id] = plan
             self._save(plan)
+        self._send_planning_failed(plan)
+
+    def _send_planning_failed(self, plan: TaskPlan) -> None:
+        spec = plan.spec
+        self.client.send(PlanningFailed(task_id=spec.task_id, intent=spec.intent,
+                                        intent_slug=spec.intent_slug, error=plan.error,
+                                        plan_round=plan.round))
 
     # -- groups --------------------------------------------------------------------------------
     @telemetry.traced("dispatch", task=lambda self, plan, *a, **k: plan.task_id,

@@ -438,10 +438,7 @@ class Planner:
         log.warning("planning failed for %s: %s", spec.task_id, error)
         tasklog.append(self.settings.tasks_dir, spec.task_id, "planning_failed", error=error,
                        plan_round=round_)
-        self.dispatcher.mark_planning_failed(spec, round_)
-        self.client.send(PlanningFailed(task_id=spec.task_id, intent=spec.intent,
-                                        intent_slug=spec.intent_slug, error=error,
-                                        plan_round=round_))
+        self.dispatcher.planning_failed(spec, round_, error)
 
     def _fail_unknown(self, directive: PlanDirective) -> None:
         """A directive for a task we hold no plan of (state lost): end it honestly via GGS."""
