@@ -118,6 +118,28 @@ def test_resolved_relative_date_falls_back_to_the_users_words(stack):
     assert spec_of(stack, rid).intent == "show yesterday's log entries"
 
 
+def test_an_unanswered_question_is_asked_again_after_a_restart(stack):
+    """The question is saved, then sent; killed in between, the operator would wait until the
+    question timed out. The restarted perceiver asks it again under its first id (a client that
+    has it acks the copy without asking twice), and the answer finds the restored question."""
+    rid = run_id()
+    stack.llm.add("perceiver", clarify("Which repository?"), task=rid)
+    stack.llm.add("perceiver", perception("Summarise the changes of artoo"), task=rid)
+    stack.submit(stack.user, rid, "summarise the changes", interactive=True)
+    q1 = stack.user_rec.wait_type("ClarificationRequest", rid)[0]
+    first_id = stack.user_rec.envs("ClarificationRequest", rid)[0].id
+    stack.kill_role("perceiver")
+    watch = stack.recorder("user", ["ClarificationRequest"])   # an operator client not holding it
+    stack.restart_role("perceiver")
+    again = watch.wait_type("ClarificationRequest", rid, timeout=30)[0]
+    assert (again.round, again.question) == (q1.round, q1.question)
+    assert watch.envs("ClarificationRequest", rid)[0].id == first_id
+    assert len(stack.user_rec.of("ClarificationRequest", rid)) == 1     # not asked twice
+    stack.user.send(ClarificationReply(task_id=rid, answer="artoo", round=1))
+    assert spec_of(stack, rid).intent == "Summarise the changes of artoo"
+    assert stack.llm.calls("perceiver", rid) == 2
+
+
 def test_clarification_at_most_two_rounds_then_proceed(stack):
     rid = run_id()
     stack.llm.add("perceiver", clarify("Which repository?"), task=rid)

@@ -248,6 +248,8 @@ class Perceiver:
                 self.restored.add(task)
             else:
                 self.pending[task] = state
+                if state.get("question") and len(state.get("qa", [])) < state.get("round", 0):
+                    self._ask(state)   # saved, then killed maybe before the question left
         self.takeover.register_files({
             t: st for t, st in self.store.load_all(lambda t: not self.client.owns(t)).items()
             if "spec" not in st})
@@ -296,6 +298,13 @@ class Perceiver:
             return
         tasklog.append(self.settings.tasks_dir, task, "perceiver_resent")
         self.client.send(spec, msg_id=state.get("spec_msg_id"))
+
+    def _ask(self, state: dict) -> None:
+        """The question of `state`, under the id it was first sent with: sent again after a
+        restart (the operator's client acks a copy it holds without asking twice)."""
+        self.client.send(ClarificationRequest(task_id=state["task_id"], question=state["question"],
+                                              round=state["round"]),
+                         msg_id=state.get("question_msg_id"))
 
     def _began_before(self, task: str) -> bool:
         """A request for a task the decision log says was perceived (or ended) before, which this
@@ -446,13 +455,13 @@ class Perceiver:
             state["round"] += 1
             state["question"] = got.question.strip()
             state["asked_at"] = time.time()
+            state["question_msg_id"] = self.client.new_id()
             with self.lock:
                 self.pending[task] = state
             self.store.save(task, state)
             tasklog.append(self.settings.tasks_dir, task, "clarification", round=state["round"],
                            question=state["question"])
-            self.client.send(ClarificationRequest(task_id=task, question=state["question"],
-                                                  round=state["round"]))
+            self._ask(state)
             return
         spec = self._spec(req, state, got, error)
         spec.referents = state_referents(state)
