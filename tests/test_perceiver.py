@@ -118,6 +118,20 @@ def test_resolved_relative_date_falls_back_to_the_users_words(stack):
     assert spec_of(stack, rid).intent == "show yesterday's log entries"
 
 
+def test_a_kept_task_spec_goes_once_its_deadline_is_past(stack):
+    """The TaskSpec kept for re-deliveries is dropped at the task's FinalResult; one whose
+    FinalResult went by while the perceiver was down or stopped goes once the deadline has
+    passed (GGS ends every task by then): no per-task state outlives its task."""
+    rid = run_id()
+    stack.llm.add("perceiver", perception("Count the reports"), task=rid)
+    stack.user.send(UserRequest(task_id=rid, text="count the reports",
+                                options=RunOptions(deadline_s=1.0)))
+    spec_of(stack, rid)
+    state = stack.settings.home / "state" / "perceiver" / f"{rid}.json"
+    assert state.exists()
+    wait_until(lambda: not state.exists(), 20, "the kept TaskSpec dropped after the deadline")
+
+
 def test_an_unanswered_question_is_asked_again_after_a_restart(stack):
     """The question is saved, then sent; killed in between, the operator would wait until the
     question timed out. The restarted perceiver asks it again under its first id (a client that

@@ -39,7 +39,7 @@ from services.safety import referents
 from services.runtime.llm import LLMClient, LLMError
 from services.runtime.role import run_role
 from services.runtime.takeover import Begun, Takeover
-from services.runtime.taskstate import TaskStateStore
+from services.runtime.taskstate import EXPIRE_AFTER_DEADLINE_S, TaskStateStore
 
 ROLE = "perceiver"
 log = logging.getLogger("artoo.perceiver")
@@ -214,7 +214,8 @@ class Perceiver:
         self.store = TaskStateStore(settings, ROLE)
         self.pending: dict[str, dict] = {}      # task -> {request, qa, round, asked_at, ...}
         self.done: dict[str, float] = {}         # tasks already turned into a TaskSpec/reply
-        self.restored: set[str] = set()          # done before a restart: TaskSpec kept on disk
+        self.kept: dict[str, float] = {}         # task -> deadline: its TaskSpec kept on disk
+        self.restored: set[str] = set()          # of those, kept before a restart
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="perceiver-expire")
         # When the world process last heartbeat. Until one arrives the perceiver cannot tell a
         # world that is down from one not heard yet (it beats once a second; `artoo up` returns
@@ -245,6 +246,8 @@ class Perceiver:
         for task, state in self.store.load_all(self.client.owns).items():
             if "spec" in state:
                 self.done[task] = float(state.get("perceived_at") or time.time())
+                self.kept[task] = (float(state.get("deadline_at") or 0)
+                                   or time.time() + self.settings.task_deadline_s)
                 self.restored.add(task)
             else:
                 self.pending[task] = state
@@ -380,8 +383,19 @@ class Perceiver:
         self._or_end(task, lambda: self._perceive(state))
 
     def expire_questions(self) -> None:
-        """Timer: a question the operator left unanswered becomes "proceed as best you can"."""
-        limit = time.time() - self.settings.clarification_timeout_s
+        """Timer: a question the operator left unanswered becomes "proceed as best you can";
+        a kept TaskSpec whose task's FinalResult went by while we were down or stopped is
+        dropped once the deadline is past (GGS ends every task by then)."""
+        now = time.time()
+        limit = now - self.settings.clarification_timeout_s
+        with self.lock:
+            gone = [t for t, deadline in self.kept.items()
+                    if now > deadline + EXPIRE_AFTER_DEADLINE_S]
+            for task in gone:
+                del self.kept[task]
+                self.restored.discard(task)
+        for task in gone:
+            self.store.delete(task)
         with self.lock:
             expired = [s for s in self.pending.values()
                        if s.get("asked_at", 0) < limit and len(s["qa"]) < s["round"]]
@@ -401,6 +415,7 @@ class Perceiver:
         with self.lock:
             self.pending.pop(task, None)
             self.done.pop(task, None)
+            self.kept.pop(task, None)
             self.restored.discard(task)
         self.store.delete(task)
 
@@ -478,6 +493,8 @@ class Perceiver:
         self.store.save(task, {"task_id": task, "deadline_at": spec.deadline_at,
                                "perceived_at": time.time(), "spec_msg_id": msg_id,
                                "spec": spec.model_dump(mode="json")})
+        with self.lock:
+            self.kept[task] = spec.deadline_at
         tasklog.append(self.settings.tasks_dir, task, "task_begin", intent=spec.intent,
                        intent_slug=spec.intent_slug, raw_input=spec.raw_input,
                        success_criteria=spec.success_criteria, deadline_at=spec.deadline_at,
