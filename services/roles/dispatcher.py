@@ -27,8 +27,8 @@ from typing import Any, Callable
 from protocol.bus import DEFER, BusClient
 from protocol.envelope import Envelope
 from protocol.messages import (Criterion, DispatchManifest, EffectorExited, EffectorStarted,
-                               PlanningFailed, SubTask, SubTaskAssign, SubTaskClaim, SubTaskOffer, SubTaskOutcome,
-                               TaskSpec, ToolCallRecord)
+                               PlanningFailed, SubTask, SubTaskAssign, SubTaskClaim, SubTaskOffer,
+                               SubTaskOutcome, TaskSpec, ToolCallRecord)
 from protocol.settings import Settings
 
 from services.roles.executor import signature
