@@ -32,6 +32,8 @@ from protocol.messages import (EffectorStarted, MemoryQuery, MemoryResult, Plann
 from protocol.settings import load_settings
 from protocol.signing import signer_for
 
+WAIT = 20.0
+
 PROBE = [str(REPO / "tests" / "probe_role.py")]
 
 
@@ -664,6 +666,49 @@ def test_work_acked_before_its_outbox_file_is_written_leaves_no_file(bus_process
                          on_done=lambda ok: acked.set())
     assert acked.is_set() and handled == [msg_id]
     assert not list(outbox.iterdir()), "an acknowledged message was left in the outbox"
+
+
+def test_a_restarted_sender_re_sends_only_what_its_predecessor_left(bus_process, settings,
+                                                                  bus_clients, tmp_path):
+    """A role's resume sends before its client starts (the planner's re-sent round); those are
+    this process's own and already pending. Start re-sends only the entries a predecessor left —
+    read before anything of its own is written; reading them after, the planner found one of its
+    own files gone (its ack had come) and died with "could not join the bus"."""
+    outbox = tmp_path / "outbox"
+    gone = BusClient("planner", settings=settings, heartbeat=False, outbox=outbox).start()
+    left_id = gone.send(PlanningFailed(task_id="t-left", error="x"))   # nobody acks it yet
+    wait_until(lambda: len(list(outbox.iterdir())) == 1, 10, "the predecessor's outbox entry")
+    gone.stop()
+    handled: list[str] = []
+    bus_clients("ggs", setup=lambda c: c.on("PlanningFailed",
+                                            lambda env, msg: handled.append(env.id), ack=True))
+    heir = BusClient("planner", settings=settings, heartbeat=False, outbox=outbox)
+    done = threading.Event()
+    own_id = heir.send(PlanningFailed(task_id="t-own", error="y"), on_done=lambda ok: done.set())
+    heir.start()
+    try:
+        assert done.wait(WAIT)
+        wait_until(lambda: left_id in handled, WAIT, "the predecessor's message re-sent")
+        assert sorted(handled) == sorted([left_id, own_id])
+        wait_until(lambda: not list(outbox.iterdir()), WAIT, "the outbox emptied by the acks")
+    finally:
+        heir.stop()
+
+
+def test_an_outbox_entry_acked_while_it_is_read_is_skipped(tmp_path, monkeypatch):
+    """Pure logic: a file that goes between the listing and the read (its ack came) is skipped,
+    the others are loaded."""
+    box = Outbox(tmp_path / "ob")
+    box.put("a", b"topic", b"pa", {"ggs"})
+    box.put("b", b"topic", b"pb", {"ggs"})
+    read = Path.read_bytes
+
+    def vanishing(self):
+        if self.name == "a":
+            self.unlink()
+        return read(self)
+    monkeypatch.setattr(Path, "read_bytes", vanishing)
+    assert [payload for _, payload, _, _ in box.load()] == [b"pb"]
 
 
 def test_a_reply_slot_wakes_its_waiter_once_with_the_first_reply_or_error():

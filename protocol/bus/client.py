@@ -169,6 +169,9 @@ class BusClient(Inbound, Outbound):
     def start(self, timeout: float | None = None) -> "BusClient":
         """Connect and return once the handshake proves the path through the proxy works."""
         timeout = timeout or self.settings.ready_timeout_s
+        # what a predecessor left, read before this process writes entries of its own (a role's
+        # resume sends before start: those are pending here already, not to be sent twice)
+        left = self._outbox.load() if self._outbox is not None else []
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._pool = ThreadPoolExecutor(self.settings.handler_threads,
                                         thread_name_prefix=f"{self.role}-h")
@@ -181,16 +184,16 @@ class BusClient(Inbound, Outbound):
                              f"({self._start_error or 'no echo from proxy'})")
         self.state = "running"
         self.membership.started = time.monotonic()   # peers not heard yet: alive for a while
-        self._restore_outbox()
+        self._restore_outbox(left)
         return self
 
-    def _restore_outbox(self) -> None:
+    def _restore_outbox(self, left: list) -> None:
         """Re-send what a killed predecessor left unacknowledged (same ids: consumers de-dup),
         unless it is older than the give-up time: its sender would have dropped it by now."""
         if self._outbox is None:
             return
         now = time.time()
-        for topic, payload, consumers, written in self._outbox.load():
+        for topic, payload, consumers, written in left:
             msg_id = ""
             try:
                 _, env = decode([topic, payload], self.settings.max_frame_bytes)

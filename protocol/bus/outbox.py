@@ -52,15 +52,23 @@ class Outbox:
             log.warning("outbox %s: could not remove %s: %s", self.dir, msg_id, exc)
 
     def load(self) -> list[tuple[bytes, bytes, set[str], float]]:
-        """What a killed predecessor left unacknowledged, oldest first; unreadable files dropped."""
+        """What a killed predecessor left unacknowledged, oldest first; unreadable files dropped.
+        A file removed while this reads (its ack just came) is skipped, not an error."""
         out = []
-        files = sorted((p for p in self.dir.iterdir() if not p.name.startswith(".")),
-                       key=lambda p: p.stat().st_mtime_ns)
-        for path in files:
+        files = []
+        for path in self.dir.iterdir():
+            try:
+                if not path.name.startswith("."):
+                    files.append((path.stat().st_mtime_ns, path))
+            except FileNotFoundError:
+                continue
+        for mtime_ns, path in sorted(files):
             try:
                 rec = msgpack.unpackb(path.read_bytes(), raw=False)
                 out.append((bytes(rec["topic"]), bytes(rec["payload"]), set(rec["consumers"]),
-                            path.stat().st_mtime))
+                            mtime_ns / 1e9))
+            except FileNotFoundError:
+                continue
             except Exception as exc:  # a torn or foreign file: drop it, say so
                 log.warning("outbox %s: dropping unreadable %s: %s", self.dir, path.name, exc)
                 path.unlink(missing_ok=True)
