@@ -6,7 +6,6 @@ import sys
 
 import click
 
-from protocol import accel
 from protocol.bus import BusTimeout
 from protocol.curve import CurveError
 from protocol.settings import (HOST_FIELDS, load_settings, parse_hostport, parse_instances,
@@ -105,13 +104,7 @@ def status(as_json: bool, window: float) -> None:
     except daemon.DaemonError as exc:
         fail(str(exc), 2)
     except BusTimeout:
-        report = {"home": str(settings.home), "supervisord_pid": daemon.supervisord_pid(settings),
-                  "bus": "unreachable", "bus_signing": daemon.signing_state(settings),
-                  "bus_hot_path": accel.STATE,
-                  "roles": [{"role": r, "instance": i, "alive": False, "pid": None, "node": "",
-                             "uptime_s": 0.0, "supervisor_state": "", "gaps": 0, "rejected": 0,
-                             "unacked": 0, "lost": 0, "in_flight": 0, "info": {}}
-                            for r, i in daemon.expected_instances(daemon.daemon_env(settings))]}
+        report = daemon.unreachable_report(settings)
     print_status(with_sandbox(report, settings), as_json)
     if not daemon.ready(report, daemon.expected_instances(daemon.daemon_env(settings))):
         sys.exit(1)  # an expected role is missing

@@ -396,8 +396,7 @@ def run(goal: tuple[str, ...], yes: bool, as_json: bool, deadline: float | None,
     if deadline is not None and deadline <= 0:
         raise click.UsageError("--deadline must be positive")
     settings = _settings()
-    if run_id and tasklog.kinds_logged(settings.tasks_dir, run_id,
-                                       tasklog.ENDED | {"task_begin"}):
+    if run_id and tasklog.kinds_logged(settings.tasks_dir, run_id, tasklog.BEGUN):
         # the perceiver never starts a task its decision log shows begun (a re-delivery after
         # a restart must not run a goal twice): a reused id would wait for nothing
         _fail(err, f"run id {run_id} was used by an earlier run; run ids are not reused", 2)

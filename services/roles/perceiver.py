@@ -202,9 +202,6 @@ def build_prompt(request: UserRequest, qa: list[dict], final: bool, world_text: 
 # the role
 # ---------------------------------------------------------------------------------------------
 
-_BEGUN = tasklog.ENDED | {"task_begin"}     # a task past these is never perceived again
-
-
 class Perceiver:
     def __init__(self, client: BusClient, settings: Settings, llm: LLMClient | None = None):
         self.client = client
@@ -290,10 +287,10 @@ class Perceiver:
         intent differently from the plan's); the planner and GGS take the copy as they took the
         first. The decision log says whether the task has ended meanwhile: then nothing is sent
         (a restarted planner would plan it again)."""
-        state = self.store.load(task) or {}
         if tasklog.kinds_logged(self.settings.tasks_dir, task, tasklog.ENDED):
             self.store.delete(task)
             return
+        state = self.store.load(task) or {}
         try:
             spec = TaskSpec.model_validate(state["spec"])
         except (KeyError, ValueError) as exc:
@@ -314,7 +311,7 @@ class Perceiver:
         process does not remember and keeps no TaskSpec of: its memory went with a restart and
         the kept TaskSpec with the task's end (or its write failed). Perceived again, the goal
         would run a second time — so it is not; the sender has its ack."""
-        began = tasklog.kinds_logged(self.settings.tasks_dir, task, _BEGUN)
+        began = tasklog.kinds_logged(self.settings.tasks_dir, task, tasklog.BEGUN)
         if began:
             log.info("request for %s not perceived again: its decision log has %s", task,
                      ", ".join(sorted(began)))

@@ -512,6 +512,17 @@ def status_report(settings: Settings, env: dict[str, str], collector: HeartbeatC
             "bus_signing": signing_state(settings), "bus_hot_path": accel.STATE}
 
 
+def unreachable_report(settings: Settings) -> dict:
+    """The status report when the bus does not answer: every expected instance missing."""
+    return {"home": str(settings.home), "supervisord_pid": supervisord_pid(settings),
+            "bus": "unreachable", "bus_signing": signing_state(settings),
+            "bus_hot_path": accel.STATE,
+            "roles": [{"role": r, "instance": i, "alive": False, "pid": None, "node": "",
+                       "uptime_s": 0.0, "supervisor_state": "", "gaps": 0, "rejected": 0,
+                       "unacked": 0, "lost": 0, "in_flight": 0, "info": {}}
+                      for r, i in expected_instances(daemon_env(settings))]}
+
+
 def bus_description(settings: Settings) -> str:
     """For `artoo status`: which bus this host is on."""
     if settings.bus_join:

@@ -77,6 +77,7 @@ def count(tasks_dir: Path, run_id: str, kind: str) -> int:
 
 
 ENDED = frozenset({"task_end"})      # GGS's last word on a task (the conversational path's too)
+BEGUN = ENDED | {"task_begin"}       # perceived (or ended): never started again under its id
 
 
 def kinds_logged(tasks_dir: Path, run_id: str, kinds: frozenset[str]) -> set[str]:

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from protocol import accel
 from protocol.settings import Settings
 
 from auditor import log as audit_log
@@ -185,11 +184,7 @@ def daemon_status(settings: Settings, window_s: float = 1.0) -> dict:
         report = daemon.collect_status(settings, window_s=window_s)
         report["bus"] = "up"
     except BusTimeout:
-        report = {"home": str(settings.home), "supervisord_pid": daemon.supervisord_pid(settings),
-                  "bus": "unreachable", "bus_signing": daemon.signing_state(settings),
-                  "bus_hot_path": accel.STATE,
-                  "roles": [{"role": r, "instance": i, "alive": False, "pid": None}
-                            for r, i in daemon.expected_instances(daemon.daemon_env(settings))]}
+        report = daemon.unreachable_report(settings)
     report["proxy"] = proxy_counters(settings)
     report["checked_at"] = time.time()
     return report
