@@ -9,10 +9,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
+from audit_support import wait_until
 from conftest import scripted_daemon
 from replies_effector import SubtaskScript, all_met, result, shell
 from replies_pipeline import accept, perception, plan, reject, subtask
 from scripted_llm import ScriptedLLM
+from services.runtime import auditlog
 
 
 def _simple(script: SubtaskScript, workspace: Path, intent: str, output: str, crit: list[str]):
@@ -39,6 +41,11 @@ def two_round_run(env) -> str:
     env.session.submit("name the largest file", run_id=rid, deadline_s=60)
     final = env.session.follow(rid, 60)
     assert final is not None and final.directive == "accept", final
+    # the tap writes the audit log behind the bus: the console's task page reads the run's
+    # messages from it, so the tests start once its FinalResult is there
+    wait_until(lambda: any(r.topic.startswith(b"FinalResult/") and rid.encode() in r.topic
+                           for r in auditlog.iter_records(env.settings.audit_dir / "log")),
+               20, "the run's FinalResult in the audit log")
     return rid
 
 
