@@ -101,9 +101,9 @@ def test_soak_rss_and_fds_stay_flat():
                             "finished": sum(1 for t in submitted if t.finals),
                             "duplicated": sum(1 for t in submitted if len(t.finals) > 1)}
     summary.update(result)
-    report = {}
-    for name, series in sorted(samples.items()):
-        pid, points = max(series.items(), key=lambda kv: len(kv[1]))   # the longest-lived process
+    report, series = {}, {}
+    for name, by_pid in sorted(samples.items()):
+        pid, points = max(by_pid.items(), key=lambda kv: len(kv[1]))   # the longest-lived process
         t0 = points[0][0]
         window = measured(points)
         minutes = (window[-1][0] - window[0][0]) / 60 if len(window) > 1 else 0.0
@@ -123,21 +123,22 @@ def test_soak_rss_and_fds_stay_flat():
                         "fds_start": points[0][2],
                         "fds_end": points[-1][2], "fds_per_min": round(fd_slope, 3),
                         "window_min": round(minutes, 1),
-                        "own_trends_upward": trends_upward(own, bound),
-                        # (minutes since the first sample, own MB): filling or leaking
-                        "own_mb_series": [[round((t - t0) / 60, 2), round(o, 1)]
-                                          for t, o in own]}
+                        "own_trends_upward": trends_upward(own, bound)}
+        series[name] = [[round((t - t0) / 60, 2), round(o, 1)] for t, o in own]
     summary["processes"] = report
     out = Path(os.environ.get("ARTOO_SOAK_SUMMARY", REPO / "docs" / "soak-run.json"))
-    out.write_text(json.dumps(summary, indent=1, default=str) + "\n")
-    brief = {n: {k: v for k, v in r.items() if k != "own_mb_series"} for n, r in report.items()}
-    for name, r in brief.items():
+    text = json.dumps(summary, indent=1, default=str)
+    # each process's samples, (minutes, own MB) — filling or leaking — one line per process
+    text = text[:-2] + ',\n "own_mb_series": {\n' + ",\n".join(
+        f'  "{n}": {json.dumps(v, separators=(",", ":"))}' for n, v in series.items()) + "\n }\n}"
+    out.write_text(text + "\n")
+    for name, r in report.items():
         print(f"[soak] {name}: {r}", flush=True)
 
     assert summary["tasks"]["finished"] == summary["tasks"]["submitted"] > 0
     assert summary["tasks"]["duplicated"] == 0
     assert not summary["orphans"]
-    growing = {n: r for n, r in brief.items() if r["own_trends_upward"]}
+    growing = {n: r for n, r in report.items() if r["own_trends_upward"]}
     assert not growing, f"a process's own memory trends upward: {growing}"
     leaking_fds = {n: r for n, r in report.items() if r["fds_per_min"] * r["window_min"] > 5}
     assert not leaking_fds, f"open fds grow: {leaking_fds}"
