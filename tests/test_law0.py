@@ -1587,3 +1587,49 @@ def test_work_and_checks_that_never_read_the_value_the_goal_singles_out_verify_n
     rec = run(settings, python_command(login))
     j = av.judge(result([rec], "10.0.0.7"))
     assert j.kind == "matched" and j.outcome.verified, j.outcome
+
+
+def test_a_resample_that_reads_and_prints_as_the_first_check_did_confirms_nothing(settings, ws):
+    """dev books-md-table at 432b1db, a false "verified": the work wrote the data rows of a
+    CSV as a markdown table without its header row; the first check (a program) wrote the same
+    rows; the query in the other form is no check of a markdown file's layout; so one more
+    sample in the first form was asked — and it read the same fields of the same file and
+    printed them in the same shape, its variable names and `open()`'s arguments aside. One
+    model's same method twice is one opinion: done, but not verified."""
+    require_sandbox(settings, "a check runs as a program in the sandbox")
+    from services.roles.programs import python_command
+    (settings.workspace / "lists").mkdir()
+    (settings.workspace / "lists" / "books.csv").write_text(
+        'title,author,year\n"Name of the Rose, The",Umberto Eco,1980\nDune,Frank Herbert,1965\n')
+    goal = ("could you turn lists/books.csv into a markdown table and save it as lists/books.md? "
+            "same columns, header row on top")
+    work = ("import csv\nwith open('lists/books.csv', newline='') as csvfile:\n"
+            "    reader = csv.DictReader(csvfile)\n"
+            "    with open('lists/books.md', 'w') as mdfile:\n"
+            "        for row in reader:\n"
+            "            mdfile.write(f\"| {row['title']} | {row['author']} | {row['year']} |\\n\")")
+    first = "FILE: lists/books.md\nPYTHON:\n" + work
+    query = "FILE: lists/books.md\nSQL: SELECT title, author, year FROM books"
+    resample = ("FILE: lists/books.md\nPYTHON:\nimport csv\n"
+                "csv_reader = csv.DictReader(open('lists/books.csv'))\n"
+                "with open('lists/books.md', 'w') as markdown_file:\n"
+                "    for row in csv_reader:\n"
+                "        markdown_file.write(f\"| {row['title']} | {row['author']} | "
+                "{row['year']} |\\n\")\nmarkdown_file.close()")
+    av = validator(settings, goal, first, query, resample)
+    j = av.judge(result([run(settings, python_command(work))], "done"))
+    assert j.kind == "matched" and not j.outcome.verified, (j.kind, j.correction, j.outcome)
+    assert any("read the data the first check's way" in u for u in j.outcome.unverified), \
+        j.outcome.unverified
+    # right work, and a resample that reads the data otherwise (by position, not by name) and
+    # derives the same table: a second opinion, verified
+    right = ("import csv\nrows = list(csv.DictReader(open('lists/books.csv')))\n"
+             "f = open('lists/books.md', 'w')\nf.write('| title | author | year |\\n|---|---|---|\\n')\n"
+             "for r in rows:\n    f.write(f\"| {r['title']} | {r['author']} | {r['year']} |\\n\")")
+    other = ("FILE: lists/books.md\nPYTHON:\nimport csv\n"
+             "head, *rows = list(csv.reader(open('lists/books.csv')))\n"
+             "print('| ' + ' | '.join(head) + ' |')\nprint('|' + '---|' * len(head))\n"
+             "for r in rows:\n    print('| ' + ' | '.join(r) + ' |')")
+    av = validator(settings, goal, "FILE: lists/books.md\nPYTHON:\n" + right, query, other)
+    j = av.judge(result([run(settings, python_command(right))], "done"))
+    assert j.kind == "matched" and j.outcome.verified, (j.kind, j.correction, j.outcome)

@@ -151,7 +151,8 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         third = self.derive_as(first.program, RESAMPLE_TEMPERATURE, query=first.sql,
                                file=first.output_file)
         same = third.available and (
-            _norm_cmd(third.command) == _norm_cmd(first.command) or independence.doubts(
+            _norm_cmd(third.command) == _norm_cmd(first.command)
+            or independence.same_program(third.command, first.command) or independence.doubts(
                 "the resample", third.command, [first.command],
                 root=self.before_dir or self.workspace, names=self.names,
                 files=self.before, verified=True))

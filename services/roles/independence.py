@@ -42,6 +42,50 @@ def doubts(what: str, check: str, shell: list[str], *, root: str, names: Iterabl
     return found
 
 
+def same_program(a: str, b: str) -> bool:
+    """Two Python checks that are one method spelt twice: they read the same keys and values
+    of the same files and print (or write) them in the same shape — the same literal text
+    around the values — whatever their names, loops and `open()` arguments. A resample of the
+    first check counts as a second opinion only where it reads or prints otherwise (dev
+    books-md-table at 432b1db: a resample that wrote the same header-less rows as the first
+    check, by the same `csv.DictReader` and f-string, "confirmed" them). Not where the data
+    could mislead one reading (`doubts`): where the two would make the same mistake in
+    anything, including the output's layout."""
+    programs = [ev.python_program(c or "") for c in (a, b)]
+    if not all(programs):
+        return False
+    signatures = [_signature(p) for p in programs]
+    return signatures[0] is not None and signatures[0] == signatures[1]
+
+
+_WRITERS = {"print", "write", "writelines", "writerow", "writerows"}
+
+
+def _signature(program: str):
+    """(keys and values read, files opened for reading, literal text printed or written)."""
+    reads = datafiles.python_reads(program)
+    if reads is None:
+        return None
+    tree = ast.parse(program)
+    read_files, shape = set(), set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else \
+            node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if name == "open" and node.args and isinstance(node.args[0], ast.Constant):
+            mode = node.args[1] if len(node.args) > 1 else next(
+                (k.value for k in node.keywords if k.arg == "mode"), None)
+            mode = mode.value if isinstance(mode, ast.Constant) else "r"
+            if not set(str(mode)) & set("wax"):
+                read_files.add(node.args[0].value)
+        elif name in _WRITERS:
+            shape.update(n.value for part in [*node.args, *(k.value for k in node.keywords)]
+                         for n in ast.walk(part)
+                         if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    return reads[0], frozenset(read_files), frozenset(shape - reads[0])
+
+
 def own_method(check: str, shell: list[str], names: Iterable[str]) -> str | None:
     """The executor's command that `check` repeats (the same method), if any."""
     return next((c for c in shell if ev.same_method(c, check, names)), None)
