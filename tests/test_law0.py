@@ -1633,3 +1633,4 @@ def test_a_resample_that_reads_and_prints_as_the_first_check_did_confirms_nothin
     av = validator(settings, goal, "FILE: lists/books.md\nPYTHON:\n" + right, query, other)
     j = av.judge(result([run(settings, python_command(right))], "done"))
     assert j.kind == "matched" and j.outcome.verified, (j.kind, j.correction, j.outcome)
+    assert "one more derivation in the first check's form" in j.outcome.criteria_verdicts[0].evidence

@@ -327,7 +327,14 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
             # shown check that dropped the header the goal keeps, and a query "confirmed" it)
             return (f"a query prints rows only: whether {file} should begin with a header "
                     f"line, no check that could print one confirmed")
-    report.evidence += f"; a second check in another form agrees (`{check.label}`)"
+    first = self.derived
+    if first is not None and (bool(check.sql), bool(check.program)) == (bool(first.sql),
+                                                                bool(first.program)):
+        # the k-of-N resample: the first check's form, reading the data otherwise
+        report.evidence += (f"; one more derivation in the first check's form, reading the "
+                            f"data otherwise, agrees (`{check.label}`)")
+    else:
+        report.evidence += f"; a second check in another form agrees (`{check.label}`)"
     return ""
 
 
