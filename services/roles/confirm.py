@@ -255,7 +255,7 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
               check: DerivedCheck, shell: list[str], independent_of: bool) -> str:
     """'' when the derivation `check` confirms the result (and, with `independent_of`, was
     not the executor's own method); else why not."""
-    form = "query" if check.sql else "program" if check.program else "command"
+    form = _form(check)
     if not check.available:
         return f"a second independent check in another form: {check.why_unavailable}"
     if check.recalled:
@@ -327,9 +327,7 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
             # shown check that dropped the header the goal keeps, and a query "confirmed" it)
             return (f"a query prints rows only: whether {file} should begin with a header "
                     f"line, no check that could print one confirmed")
-    first = self.derived
-    if first is not None and (bool(check.sql), bool(check.program)) == (bool(first.sql),
-                                                                bool(first.program)):
+    if self.derived is not None and _form(self.derived) == form:
         # the k-of-N resample: the first check's form, reading the data otherwise
         report.evidence += (f"; one more derivation in the first check's form, reading the "
                             f"data otherwise, agrees (`{check.label}`)")
@@ -395,6 +393,10 @@ def _outputs(records: list[ToolCallRecord]) -> list[tuple[str, str]]:
     """(what the call spelt out, what it printed) of the successful calls."""
     return [(f"{r.target} {json.dumps(r.arguments, ensure_ascii=False)}", r.output or "")
             for r in records if not r.error or ev.no_match(r.error)]
+
+
+def _form(check: "DerivedCheck") -> str:
+    return "query" if check.sql else "program" if check.program else "command"
 
 
 def _norm_cmd(command: str) -> str:
