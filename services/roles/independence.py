@@ -14,6 +14,7 @@ from typing import Iterable, Mapping
 
 from services.roles import sqlcheck
 from services.safety import datafiles, evidence as ev
+from services.safety.pyprograms import writer_calls
 
 
 def doubts(what: str, check: str, shell: list[str], *, root: str, names: Iterable[str],
@@ -58,16 +59,13 @@ def same_program(a: str, b: str) -> bool:
     return signatures[0] is not None and signatures[0] == signatures[1]
 
 
-_WRITERS = {"print", "write", "writelines", "writerow", "writerows"}
-
-
 def _signature(program: str):
     """(keys and values read, files opened for reading, literal text printed or written)."""
     reads = datafiles.python_reads(program)
     if reads is None:
         return None
     tree = ast.parse(program)
-    read_files, shape = set(), set()
+    read_files = set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -79,10 +77,9 @@ def _signature(program: str):
             mode = mode.value if isinstance(mode, ast.Constant) else "r"
             if not set(str(mode)) & set("wax"):
                 read_files.add(node.args[0].value)
-        elif name in _WRITERS:
-            shape.update(n.value for part in [*node.args, *(k.value for k in node.keywords)]
-                         for n in ast.walk(part)
-                         if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    shape = {n.value for call in writer_calls(tree)
+             for part in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(part)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     return reads[0], frozenset(read_files), frozenset(shape - reads[0])
 
 

@@ -63,12 +63,20 @@ def printed_literals(program: str) -> Optional[list[str]]:
             for elt in node.elts:
                 collect(elt)
 
+    for node in writer_calls(tree):
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            collect(arg)
+    return out
+
+
+def writer_calls(tree: ast.AST) -> list[ast.Call]:
+    """The calls of a parsed program that print or write (`print`, `f.write`, `w.writerow`…)."""
+    out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else \
                 func.attr if isinstance(func, ast.Attribute) else ""
             if name in _WRITERS:
-                for arg in [*node.args, *(k.value for k in node.keywords)]:
-                    collect(arg)
+                out.append(node)
     return out
