@@ -1334,6 +1334,43 @@ def test_a_change_goal_whose_file_no_work_changed_and_no_check_confirms_is_not_d
     assert j.kind == "matched" and not j.outcome.verified, j
 
 
+def test_a_file_holding_only_the_programs_own_message_is_not_done(settings, ws):
+    """dev avg-200-latency at f2597a5: the work's parse matched no line of the log, so its
+    program wrote its own 'No requests with status 200 found' into avg_200.txt; no check could
+    run, and "done, but not verified" rested on a text nothing read had shaped. The attempt
+    failed. The same program that matches writes the value (done); a text the goal gives, or
+    one the data holds, is no message of the program's own."""
+    from services.roles.programs import python_command
+    (ws / "api.log").write_text("2024-05-01 GET /api/users 200 0.120s\n"
+                                "2024-05-01 GET /api/users 500 0.300s\n"
+                                "2024-05-01 POST /api/login 200 0.150s\n")
+    goal = "how slow are the requests that came back 200 in api.log on average? write the " \
+           "avg time in ms to avg_200.txt"
+    program = ("total = 0\ncount = 0\nwith open('api.log') as f, open('avg_200.txt', 'w') as "
+               "out:\n    for line in f:\n        parts = line.split()\n        if len(parts) "
+               "== 6 and parts[3] == '200':\n            total += float(parts[4][:-1]) * 1000\n"
+               "            count += 1\n    if count:\n        out.write(f'{total / count:.1f}')"
+               "\n    else:\n        out.write(MESSAGE)")
+    no_check = "FILE: avg_200.txt\nCOMMAND: "
+
+    def judge(goal, program):
+        av = validator(settings, goal, no_check)
+        return av.judge(result([run(settings, python_command(program))], "done"))
+
+    wrong = program.replace("MESSAGE", "'No requests with status 200 found'")
+    j = judge(goal, wrong)
+    assert j.kind == "retry" and "spelt out" in j.correction.what_was_wrong, j
+    assert "api.log" in j.correction.what_to_do, j.correction
+    j = judge(goal, wrong.replace("== 6", "== 5"))
+    assert j.kind == "matched" and not j.outcome.verified, j
+    assert (ws / "avg_200.txt").read_text() == "135.0"
+    # the goal's own words for "none", and a text the data holds, typed out
+    j = judge(goal + ", or none if there are none", program.replace("MESSAGE", "'none'"))
+    assert j.kind == "matched", j
+    j = judge(goal, program.replace("MESSAGE", "'GET /api/users'"))
+    assert j.kind == "matched", j
+
+
 def test_a_file_an_earlier_round_left_is_no_derivation_of_a_check_that_wrote_nothing(settings,
                                                                                      ws):
     """dev avg-200-latency: an earlier round wrote a wrong 10.0 to avg.txt; the next round's

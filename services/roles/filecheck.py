@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 from protocol.messages import ToolCallRecord
 
 from services.safety import evidence as ev, record
+from services.safety.datafiles import python_reads
+from services.safety.pyprograms import constant_writes
 from services.safety.tools import head_tail
 from . import rounds, sqlcheck
 from .confirm import _glued, _outputs, _state, confirms, mended, slipped
@@ -52,6 +54,17 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
                           what_was_wrong=f"{why}, and your attempt did not write it",
                           what_to_do=f"write {file} with a tool call that does what the goal "
                                      f"asks, then show it with cat", answer=answer)
+    spelt = own_words(self, file, content, records) if file in changes.touched else None
+    if spelt is not None:
+        why = (f"{file} holds only text the program that wrote it spelt out ({spelt[0]!r}), "
+               f"none of what it read from {', '.join(spelt[1])}")
+        return Law0Report(
+            "failed", f"{why}: the work computed nothing", checks,
+            what_was_wrong=f"{why}: your program's branch for 'nothing found' ran, so the "
+                           f"records it looked for were not matched",
+            what_to_do=f"print a few records of {', '.join(spelt[1])} split into fields, find "
+                       f"the fields the goal names, then compute the result from them and "
+                       f"write it into {file}", answer=answer)
     if not derived.available:
         if idle(self, changes):
             return untouched(file, checks, answer)
@@ -137,6 +150,41 @@ def check_file(self, file: str, derived: DerivedCheck, changes: ev.Changes,
 def idle(self, changes: ev.Changes) -> bool:
     """The goal asks for a change and the work changed nothing."""
     return ev.asks_to_change(self.goal) and not (changes.touched or changes.deleted)
+
+
+def own_words(self, file: str, content: str,
+              records: list[ToolCallRecord]) -> Optional[tuple[str, list[str]]]:
+    """(the text, the files read) when `file` holds nothing but a text that a program of the
+    work wrote whole as a constant while it read other files, and the goal does not give that
+    text: no value read flowed into the result, the program's own message did (dev
+    avg-200-latency: a parse that matched no line wrote 'No requests with status 200 found' for
+    an average the log holds, and "done, but not verified" rested on it). None otherwise."""
+    text = content.strip()
+    if not text or set(ev.tokens(text)) <= set(ev.tokens(self.goal)):
+        return None
+    target = os.path.realpath(os.path.join(self.workspace, file))
+    for r in records:
+        program = None if r.error else ev.python_program(str(r.arguments.get("command", "")))
+        if program is None or text not in {c.strip() for c in constant_writes(program)}:
+            continue
+        read = sorted(f for f in (python_reads(program) or ((), ()))[1]
+                      if os.path.realpath(os.path.join(self.workspace, f)) != target)
+        if read and not set(ev.tokens(text)) <= _words_of(self.workspace, read):
+            return text, read
+    return None
+
+
+def _words_of(root: str, files: list[str]) -> set[str]:
+    """The value tokens of the readable files among `files` (a text copied from the data, typed
+    out rather than read, is still the data's)."""
+    words: set[str] = set()
+    for name in files:
+        try:
+            with open(os.path.join(root, name), "rb") as fh:
+                words.update(ev.tokens(fh.read(1 << 20).decode("utf-8", "replace")))
+        except OSError:
+            continue
+    return words
 
 
 def untouched(file: str, checks: list[str], answer: str) -> Law0Report:

@@ -35,17 +35,7 @@ def printed_literals(program: str) -> Optional[list[str]]:
         tree = ast.parse(program)
     except (SyntaxError, ValueError):
         return None
-    constants: dict[str, Any] = {}
-    stores: Counter = Counter()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    constants[target.id] = node.value.value
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            stores[node.id] += 1
-    # a name bound once, to a constant (`+=` stores it again: a counter is no constant)
-    fixed = {name: value for name, value in constants.items() if stores[name] == 1}
+    fixed = _fixed(tree)
     out: list[str] = []
 
     def collect(node: ast.AST) -> None:
@@ -67,6 +57,40 @@ def printed_literals(program: str) -> Optional[list[str]]:
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             collect(arg)
     return out
+
+
+def constant_writes(program: str) -> list[str]:
+    """The texts a program prints or writes whole as one constant (`f.write('none found')`,
+    `print(msg)` with `msg` bound once to a string): output that nothing the program read can
+    have shaped. [] if it does not parse."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return []
+    fixed = _fixed(tree)
+    out = []
+    for node in writer_calls(tree):
+        if len(node.args) == 1:
+            arg = node.args[0]
+            value = arg.value if isinstance(arg, ast.Constant) else \
+                fixed.get(arg.id) if isinstance(arg, ast.Name) else None
+            if isinstance(value, str):
+                out.append(value)
+    return out
+
+
+def _fixed(tree: ast.AST) -> dict[str, Any]:
+    """Names bound only ever to one constant (`+=` stores again: a counter is no constant)."""
+    constants: dict[str, Any] = {}
+    stores: Counter = Counter()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    constants[target.id] = node.value.value
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] += 1
+    return {name: value for name, value in constants.items() if stores[name] == 1}
 
 
 def writer_calls(tree: ast.AST) -> list[ast.Call]:
