@@ -1671,3 +1671,45 @@ def test_a_resample_that_reads_and_prints_as_the_first_check_did_confirms_nothin
     j = av.judge(result([run(settings, python_command(right))], "done"))
     assert j.kind == "matched" and j.outcome.verified, (j.kind, j.correction, j.outcome)
     assert "one more derivation in the first check's form" in j.outcome.criteria_verdicts[0].evidence
+
+
+CREW = ("name\toffice\tprevious_office\n" "Lena Vogt\tBerlin\tHamburg\n" "Tom Reyes\tLisbon\tBerlin\n"
+        "Sara Kim\tberlin\t-\n" "Jonas Ek\tBerlin\tBerlin\n" "Kai Wu\tBerlin\tLisbon\n")
+CREW_EXACT = ("FILE: none\nPYTHON:\nimport csv\nprint(sum(1 for r in csv.DictReader(open('crew.tsv'), "
+              "delimiter='\\t') if r['office'] == 'Berlin'))")
+CREW_FOLDED = ("FILE: none\nPYTHON:\nimport csv\nprint(sum(1 for r in csv.DictReader(open('crew.tsv'),"
+               " delimiter='\\t') if r['office'].strip().lower() == 'berlin'))")
+
+
+def test_a_check_that_compares_a_field_spelt_several_ways_exactly_is_no_evidence(settings, ws):
+    """crew.tsv's office holds 'Berlin' and 'berlin'; a check that compares it with 'Berlin'
+    exactly leaves Sara out, so what it prints says nothing either way (dev berlin-office-count
+    at 902bc13 ended a false "verified" 3 for 4: a query that misread the goal printed 3, the
+    executor shown it answered 3 by `line.split()[2] == 'Berlin'`, and a resample's
+    `r['office'] == 'Berlin'` printed 3 too). Its agreement verifies nothing; its disagreement
+    refutes nothing — the other form, with a resample that folds the spellings, decides."""
+    require_sandbox(settings, "the checks are programs")
+    (ws / "crew.tsv").write_text(CREW)
+    goal = "How many people in crew.tsv are based in Berlin right now?"
+    zero = ("FILE: none\nPYTHON:\nimport csv\nprint(sum(1 for r in csv.DictReader(open('crew.tsv'),"
+            " delimiter='\\t') if 'Berlin' in r['office'].lower()))")
+    misread = "FILE: none\nSQL: SELECT COUNT(*) FROM crew WHERE office = 'Berlin' AND " \
+        "previous_office != 'Berlin'"
+    split = ("python3 -c \"print(sum(1 for l in list(open('crew.tsv'))[1:] "
+             "if l.split()[2] == 'Berlin'))\"")
+    av = validator(settings, goal, zero, misread, CREW_EXACT)
+    j = av.judge(result([run(settings, split)], "3"))
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome
+    assert any("without folding case" in u for u in j.outcome.unverified), j.outcome.unverified
+    # the same exact check, first, against the right 4: no refutation; the query and a
+    # resample that folds the spellings confirm it
+    folded = "python3 -c \"import csv; print(sum(1 for r in csv.DictReader(open('crew.tsv'), " \
+        "delimiter='\\t') if r['office'].lower() == 'berlin'))\""
+    right = "FILE: none\nSQL: SELECT COUNT(*) FROM crew WHERE office = 'Berlin'"
+    av = validator(settings, goal, CREW_EXACT, right, CREW_FOLDED)
+    j = av.judge(result([run(settings, folded)], "4"))
+    assert j.kind == "matched" and j.outcome.verified, j.outcome
+    # confirmed by the query alone, the resample exact again: done, but not verified
+    av = validator(settings, goal, CREW_EXACT, right, CREW_EXACT)
+    j = av.judge(result([run(settings, folded)], "4"))
+    assert j.kind == "matched" and not j.outcome.verified, j.outcome

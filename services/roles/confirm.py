@@ -184,9 +184,11 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         report.what_to_do = ("find which is right with another command that reads the "
                              "inputs another way, then give the result the goal asks for")
         return
-    if not doubt and valueless:
-        # one check confirmed it: a resample in the first form must confirm as well —
-        # "verified" is two derivations that agree, as ever; without it, done but unverified
+    if not doubt and (valueless or independent_of and independence.misses_spellings(
+            first.command, self.before_dir or self.workspace)):
+        # one check confirmed it, and the first supports nothing (it printed no value, or it
+        # leaves records out): a resample in the first form must confirm as well — "verified"
+        # is two derivations that agree, as ever; without it, done but unverified
         third = self.derive_as(first.program, RESAMPLE_TEMPERATURE, query=first.sql,
                                file=first.output_file)
         doubt = confirms(self, report, records, file, third, shell, independent_of)
@@ -268,7 +270,8 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
     # ones the goal singles out: no check, and no contradiction either
     slip = slipped(self, check, file)
     why = slip.message if slip is not None else "; ".join(referents.unread(
-        referents.coerce(self.subtask.referents), [check.command, check.query], self.goal))
+        referents.coerce(self.subtask.referents), [check.command, check.query], self.goal)) \
+        or independence.misses_spellings(check.command, self.before_dir or self.workspace)
     if why:
         return f"a second independent check in another form (`{check.label}`) is no check: {why}"
     target = file or (check.output_file if first.effects is not None else "")

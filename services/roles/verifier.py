@@ -621,15 +621,17 @@ class Verifier:
                            "if it does not exist, reply with status not_possible", answer=answer)
         verdict = ev.agree(answer, derived.output, goal=self.goal,
                            data=[o for _, o in outputs] + [derived.output])
-        if not verdict.agree and verdict.void:
-            # a check that printed no value is no evidence either way: the check in the other
-            # form decides (with a resample of the first form confirming too: verified; alone:
-            # done, but not verified; not confirming: failed, as before). Refuting on it threw
-            # away right answers whose check had a bug (`'Berlin' in x.lower()` printed 0)
-            return Law0Report("unverified", f"{verdict.reason} (answer: "
-                              f"{head_tail(answer, 200)}; `{derived.label}` printed: {shown})",
-                              checks, unverified=[verdict.reason], doubts=[verdict.reason],
-                              void=True, answer=answer)
+        # a check that printed no value, or that looks for a value spelt several ways in its
+        # field exactly (records left out), is no evidence either way: the check in the other
+        # form decides (with a resample of the first form confirming too: verified; alone:
+        # done, but not verified; not confirming: failed, as before). Refuting on it threw
+        # away right answers whose check had a bug (`'Berlin' in x.lower()` printed 0)
+        missed = independence.misses_spellings(derived.command, self.before_dir or self.workspace)
+        if not verdict.agree and (verdict.void or missed):
+            why = f"the independent check misses records: {missed}" if missed else verdict.reason
+            return Law0Report("unverified", f"{why} (answer: {head_tail(answer, 200)}; "
+                              f"`{derived.label}` printed: {shown})", checks, unverified=[why],
+                              doubts=[why], void=True, answer=answer)
         if not verdict.agree:
             return Law0Report(
                 "failed", f"{verdict.reason} (answer: {head_tail(answer, 200)}; independent "
@@ -640,6 +642,8 @@ class Verifier:
         report = Law0Report("verified", f"the answer agrees with an independent check "
                             f"(`{derived.label}` printed {shown})", checks, answer=answer)
         self._mark_echo(report, derived, records, "the answer")
+        if missed:
+            void(report, f"the independent check misses records: {missed}")
         counted = datafiles.header_counted(self.before_dir or self.workspace, self.goal, answer)
         if counted:
             report.kind = "unverified"

@@ -203,6 +203,33 @@ def data_pitfalls(root: str, files: Iterable[str], reads: Iterable[str], *,
     return found
 
 
+def missed_spellings(root: str, files: Iterable[str], reads: Iterable[str],
+                     norms: Optional[dict] = None) -> str:
+    """Where a program that looks for a value in a field misses records: the field holds that
+    value in several spellings (`'Berlin'`, `'berlin'`, `'Berlin '`) and the program compares it
+    without folding them together (`norms[field]`, as `data_pitfalls` takes it). Its count or
+    list then leaves out the records spelt otherwise, whatever it printed. '' if none."""
+    norms = norms or {}
+    reads = [r for r in reads if isinstance(r, str)]
+    for name in sorted(set(files)):
+        path = os.path.realpath(os.path.join(root, name))
+        if not path.startswith(os.path.realpath(root) + os.sep) or not os.path.isfile(path):
+            continue
+        records = [r for r in _records(path) or () if r]
+        keys = {k for r in records for k in r}
+        wanted = [w for w in reads if w not in keys and w.strip()]
+        for key in sorted(k for k in reads if k in keys):
+            _, groups = _spellings(r.get(key) for r in records)
+            norm = norms.get(key) or (lambda v: v)
+            for want in wanted:
+                group = groups.get(_loose(want), set()) | {want}
+                if len(group) > 1 and len({norm(v) for v in group}) > 1:
+                    held = ", ".join(repr(v) for v in sorted(group - {want})[:3])
+                    return (f"{name}'s {key} holds {want!r} also as {held}, and it compares "
+                            f"{key} with {want!r} without folding case and spaces")
+    return ""
+
+
 def _words(values: list) -> list:
     """The values that are not numbers."""
     return [v for v in values if not isinstance(v, (int, float)) and not is_number(str(v).strip())]
