@@ -257,3 +257,33 @@ def alive_pid(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_a_process_whose_parent_is_gone_is_swept_while_its_spawner_lives(tmp_path):
+    """A sandbox's first process whose starter was killed while bubblewrap set it up waits on
+    that setup for ever, reparented to init (seen after a test run: an `artoo-sandbox` bwrap
+    blocked on its eventfd). The spawner's sweep — at start, every SWEEP_EVERY_S and at its
+    close — kills a process of its data dir whose parent is neither the spawner nor one of its
+    processes, and leaves its children alone. Here this test process is the live spawner."""
+    import subprocess
+    from services.roles.spawner import MARKER_ENV, _process_marker, sweep_orphans
+    home = str(tmp_path)
+    env = dict(os.environ, **{MARKER_ENV: _process_marker(os.getpid(), home)})
+    kept = subprocess.Popen(["sleep", "300"], env=env)
+    starter = subprocess.Popen(["sh", "-c", "sleep 300 & echo $!"], env=env,
+                               stdout=subprocess.PIPE, text=True)
+    orphan = psutil.Process(int(starter.stdout.readline()))
+    starter.wait(10)
+    starter.stdout.close()
+    try:
+        assert orphan.ppid() != starter.pid           # its parent is gone: reparented
+        swept = sweep_orphans(home)
+        assert swept == [orphan.pid], swept
+        orphan.wait(10)
+        assert kept.poll() is None                     # the spawner's own child stays
+        assert sweep_orphans(str(tmp_path / "other")) == []   # another data dir's: not ours
+    finally:
+        kept.kill()
+        kept.wait(10)
+        if orphan.is_running():
+            orphan.kill()

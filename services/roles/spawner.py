@@ -48,6 +48,7 @@ from .zygote import MARKER_ENV, FrameReader, kill_session, send_frame, zygote_ma
 log = logging.getLogger("artoo.spawner")
 
 EXIT_REASONS = {0: "completed", 1: "crashed", 3: "unacknowledged", 4: "deadline"}
+SWEEP_EVERY_S = 30.0       # orphans of a live spawner's effectors are swept this often
 
 
 def _process_marker(pid: int, home: str) -> str:
@@ -57,7 +58,9 @@ def _process_marker(pid: int, home: str) -> str:
 
 
 def sweep_orphans(home: str) -> list[int]:
-    """Kill effectors (and their tool processes) of this data dir whose spawner is gone."""
+    """Kill effectors (and their tool processes) of this data dir whose spawner is gone, and any
+    of its processes whose parent is gone (`_orphaned`: a sandbox's first process whose starter
+    was killed while bubblewrap set it up waits on that setup for ever)."""
     killed = []
     for proc in psutil.process_iter(["pid"]):
         try:
@@ -73,7 +76,7 @@ def sweep_orphans(home: str) -> list[int]:
             alive = _process_marker(int(pid_text), home) == marker
         except (psutil.NoSuchProcess, ValueError):
             alive = False
-        if not alive:
+        if not alive or _orphaned(proc, int(pid_text)):
             try:
                 log.warning("killing %d (%s): left by dead spawner %s", proc.pid,
                             " ".join(proc.cmdline())[:120], marker)
@@ -82,6 +85,20 @@ def sweep_orphans(home: str) -> list[int]:
             except psutil.NoSuchProcess:
                 pass
     return killed
+
+
+def _orphaned(proc: psutil.Process, spawner: int) -> bool:
+    """Its parent is neither the spawner nor a process of its (reparented to init or a
+    subreaper): every process a spawner starts is its child or a marked process's child."""
+    try:
+        parent = proc.ppid()
+        if parent == spawner:
+            return False
+        return MARKER_ENV not in psutil.Process(parent).environ()
+    except psutil.AccessDenied:
+        return True              # a parent we may not read (init) is none of ours
+    except (psutil.Error, OSError):
+        return False             # gone meanwhile: the next sweep sees where it went
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,6 +249,7 @@ class Spawner:
         c.on("TaskCancel", self.on_cancel)
         c.on("FinalResult", lambda env, msg: journal.drop(self.settings, msg.task_id))
         c.add_timer(0.2, self.tick)
+        c.add_timer(SWEEP_EVERY_S, lambda: sweep_orphans(str(self.settings.home)))
         c.heartbeat_info = self.info
         return self
 
@@ -425,6 +443,7 @@ class Spawner:
                     break
             time.sleep(0.02)
         self.zygote.stop()
+        sweep_orphans(str(self.settings.home))   # what its effectors' deaths left behind
 
 
 def setup(client: BusClient, settings: Settings) -> Spawner:
