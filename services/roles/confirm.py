@@ -184,8 +184,7 @@ def confirm(self, report: Law0Report, records: list[ToolCallRecord], file: str, 
         report.what_to_do = ("find which is right with another command that reads the "
                              "inputs another way, then give the result the goal asks for")
         return
-    if not doubt and (valueless or independent_of and independence.misses_spellings(
-            first.command, self.before_dir or self.workspace)):
+    if not doubt and (valueless or independent_of and misses_records(self, first)):
         # one check confirmed it, and the first supports nothing (it printed no value, or it
         # leaves records out): a resample in the first form must confirm as well — "verified"
         # is two derivations that agree, as ever; without it, done but unverified
@@ -232,6 +231,16 @@ def reread_shown(self, report: Law0Report, records: list[ToolCallRecord], refs: 
                        f"reading the data otherwise than the check it refuted, derives it too")
 
 
+def misses_records(self, check: "DerivedCheck") -> str:
+    """Why the check's program leaves records out (`independence.misses_spellings` on the data
+    it read), read once per check: the first check is asked when it is scored and again when
+    the other form confirms."""
+    if check.missed is None:
+        check.missed = independence.misses_spellings(check.command,
+                                                     self.before_dir or self.workspace)
+    return check.missed
+
+
 def valueless_first(self, report: Law0Report) -> bool:
     """The first check printed no value (nothing, 0) for an answer: not a contradiction, but no
     support either — the answer stands only if the other form confirms it (and a resample of
@@ -271,7 +280,7 @@ def confirms(self, report: Law0Report, records: list[ToolCallRecord], file: str,
     slip = slipped(self, check, file)
     why = slip.message if slip is not None else "; ".join(referents.unread(
         referents.coerce(self.subtask.referents), [check.command, check.query], self.goal)) \
-        or independence.misses_spellings(check.command, self.before_dir or self.workspace)
+        or misses_records(self, check)
     if why:
         return f"a second independent check in another form (`{check.label}`) is no check: {why}"
     target = file or (check.output_file if first.effects is not None else "")

@@ -49,7 +49,7 @@ from services.runtime.journal import ToolJournal
 from services.runtime.llm import LLMError
 from services.safety import datafiles, evidence as ev, mcp, overview, record, referents, undo
 from .confirm import (RESAMPLE_TEMPERATURE, _norm_cmd, _outputs, _written,
-                      confirm, first_check, reread_shown, unsupported,
+                      confirm, first_check, misses_records, reread_shown, unsupported,
                       valueless_first)
 from .filecheck import raw, void
 from .law0report import (ANSWER_AGAIN, Law0Report, answer_text, claims_absence, record_flaw,
@@ -84,6 +84,7 @@ class DerivedCheck:
         """The check as reports show it: a query's SQL, not the loader program that runs it."""
         return f"SQL {self.query}" if self.query else self.command
     disagreed: bool = False             # it ran, derived something, and did not confirm
+    missed: Optional[str] = None        # confirm.misses_records, once read
 
 
 class Verifier:
@@ -626,7 +627,7 @@ class Verifier:
         # form decides (with a resample of the first form confirming too: verified; alone:
         # done, but not verified; not confirming: failed, as before). Refuting on it threw
         # away right answers whose check had a bug (`'Berlin' in x.lower()` printed 0)
-        missed = independence.misses_spellings(derived.command, self.before_dir or self.workspace)
+        missed = misses_records(self, derived)
         if not verdict.agree and (verdict.void or missed):
             why = f"the independent check misses records: {missed}" if missed else verdict.reason
             return Law0Report("unverified", f"{why} (answer: {head_tail(answer, 200)}; "
