@@ -300,6 +300,20 @@ def bench_signing(n: int, rate: int, seconds: float, env: dict, settings, ctx_mp
     return out
 
 
+def bench_cpu_latency(rate: int, seconds: float, round_trips: int, env: dict, settings, ctx_mp,
+                      rounds: int) -> dict:
+    """Latency at a fixed rate and request/reply with ARTOO_CPU_LATENCY off and busy (idle CPUs
+    kept polling while a client has work: protocol/bus/cpulatency.py), interleaved."""
+    modes = {m: ({**env, "ARTOO_CPU_LATENCY": m}, dataclasses.replace(settings, cpu_latency=m))
+             for m in ("off", "busy")}
+    runs: dict[str, list[dict]] = {"off": [], "busy": []}
+    for r in range(rounds):
+        for mode in (("off", "busy") if r % 2 == 0 else ("busy", "off")):
+            lat = bench_latency(rate, seconds, *modes[mode], ctx_mp)
+            runs[mode].append({**lat, **bench_round_trips(round_trips, *modes[mode], ctx_mp)})
+    return runs
+
+
 def bench_tracing(n: int, rate: int, seconds: float, env: dict, settings, ctx_mp,
                   rounds: int) -> dict:
     """Throughput with trace propagation on and off, interleaved; latency at a fixed rate both."""
@@ -367,6 +381,9 @@ def main() -> int:
                         help="interleaved trace propagation on/off throughput runs (0: skip)")
     parser.add_argument("--only-tracing", action="store_true",
                         help="run only the tracing on/off comparison")
+    parser.add_argument("--cpu-latency-rounds", type=int, default=2,
+                        help="interleaved latency and request/reply runs with ARTOO_CPU_LATENCY "
+                             "off and busy (0: skip)")
     parser.add_argument("--sign-rounds", type=int, default=3,
                         help="interleaved signing on/off throughput runs of each (0: skip)")
     args = parser.parse_args()
@@ -393,6 +410,9 @@ def main() -> int:
         if args.sign_rounds > 0:
             out["signing"] = bench_signing(args.messages, args.rate, args.seconds, env, settings,
                                            ctx_mp, args.sign_rounds)
+        if args.cpu_latency_rounds > 0:
+            out["cpu_latency"] = bench_cpu_latency(args.rate, args.seconds, args.round_trips,
+                                                   env, settings, ctx_mp, args.cpu_latency_rounds)
         if args.tracing_rounds > 0:
             out["tracing"] = bench_tracing(args.messages, args.rate, args.seconds, env, settings,
                                            ctx_mp, args.tracing_rounds)
@@ -444,6 +464,16 @@ def main() -> int:
               f"p99 {loff['p99_us']:.0f} us")
         print(f"  MAC of one {sg['payload_bytes']} B envelope: sign {sg['mac_us']:.2f} us, "
               f"verify {sg['verify_us']:.2f} us")
+    if "cpu_latency" in out:
+        print(f"idle CPUs polling while a client has work (ARTOO_CPU_LATENCY), "
+              f"{args.cpu_latency_rounds} interleaved runs each   issue 34 targets: p99 at "
+              f"{args.rate} msgs/s <= 500 us, request/reply p50 <= 300 us")
+        for mode, runs in out["cpu_latency"].items():
+            def col(key: str) -> str:
+                return " / ".join(f"{r[key]:.0f}" for r in runs)
+            print(f"  {mode:>4}: at {args.rate} msgs/s p50 {col('p50_us')} us, p99 {col('p99_us')} "
+                  f"us; request/reply p50 {col('request_p50_us')} us, p99 {col('request_p99_us')} "
+                  f"us; send->ack p50 {col('ack_p50_us')} us")
     if "tracing" in out:
         print_tracing(out["tracing"], args)
     return 0

@@ -167,6 +167,9 @@ def main() -> int:
                     help="OpenTelemetry export from every process to a local OTLP receiver")
     ap.add_argument("--llm-ms", type=float, default=0.0,
                     help="answer every model call after this many ms (a remote model)")
+    ap.add_argument("--cpu-latency", choices=("off", "busy"), default="off",
+                    help="ARTOO_CPU_LATENCY for the daemon: busy keeps idle CPUs polling while "
+                         "a process has bus work")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     # stopped from outside (kill, a harness's time-out): leave by the `finally` below, which
@@ -191,7 +194,8 @@ def main() -> int:
             llm.on(role, respond if not args.llm_ms else (
                 lambda req, respond=respond: Delay(args.llm_ms / 1000, respond(req))))
         os.environ.update({"ARTOO_HOME": str(root / "home"), "ARTOO_WORKSPACE": str(root / "ws"),
-                           "ARTOO_SCALE": args.scale, **llm.env()})
+                           "ARTOO_SCALE": args.scale, "ARTOO_CPU_LATENCY": args.cpu_latency,
+                           **llm.env()})
         os.environ.pop("ARTOO_RUN_DIR", None)
         settings = load_settings()
         settings.ensure_dirs()
@@ -253,7 +257,7 @@ def main() -> int:
         "errors": errors[:5], "target_p50_ms": 150, "meets_target": p50 <= 150,
         "stages_p50_ms": {label: ms for label, _owner, ms in stages},
         "load_average": [round(x, 2) for x in os.getloadavg()],
-        "idle_policy": idle_policy(),
+        "idle_policy": f"{idle_policy()}, ARTOO_CPU_LATENCY={args.cpu_latency}",
         "cpu_busy_per_task_core_ms": round((cpu1[0] - cpu0[0]) * 1000 / args.tasks, 1),
         "cpu_total_per_task_core_ms": round((cpu1[1] - cpu0[1]) * 1000 / args.tasks, 1),
         "tracing": args.tracing,

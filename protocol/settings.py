@@ -92,6 +92,9 @@ class Settings:
     request_timeout_s: float = 10.0      # request/reply (memory queries)
     reply_keep_s: float = 60.0           # a re-sent request is answered from the reply cache
     handler_threads: int = 8             # worker threads for handlers that call LLMs or tools
+    cpu_latency: str = "off"             # ARTOO_CPU_LATENCY: "busy" keeps idle CPUs polling while a
+                                         # process has bus work (PM QoS; protocol/bus/cpulatency.py)
+    cpu_latency_linger_s: float = 2.0    # ... until this long after its last work message
 
     # --- tasks ---------------------------------------------------------------------------------
     task_deadline_s: float = 900.0       # every task ends with a FinalResult by then at the latest

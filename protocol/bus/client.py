@@ -22,6 +22,7 @@ from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
 from .common import (ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, ReplyCache, ReplySlot,
                      SeenSet, Subscription)
+from .cpulatency import QUIET, CpuLatency
 from .inbound import Inbound
 from .outbound import ENCODE, Outbound
 from .membership import Membership
@@ -93,6 +94,9 @@ class BusClient(Inbound, Outbound):
         self._timers: list[list] = []                               # [next_at, interval, fn]
         self._in_flight = 0
         self._in_flight_lock = threading.Lock()
+        # idle CPUs kept polling while this process has work (ARTOO_CPU_LATENCY, cpulatency.py)
+        self.cpu = CpuLatency(s.cpu_latency, s.cpu_latency_linger_s)
+        self._cpu_touch = self.cpu.touch if self.cpu.enabled else None
 
         self._outq: queue.SimpleQueue = queue.SimpleQueue()
         self._batch: list[tuple[bytes, dict]] = []  # acks + heartbeat, sent at a wake-up's end
@@ -345,6 +349,7 @@ class BusClient(Inbound, Outbound):
             "handler_errors": self.handler_errors, "in_flight": self._in_flight,
             "signed": self._signer is not None, "duplicates": self.duplicates,
             "deferred": self.deferred, "senders": len(self._last_seq),
+            "cpu_latency": self.cpu.state,
         }
 
     def owns(self, task_id: str) -> bool:
@@ -361,6 +366,8 @@ class BusClient(Inbound, Outbound):
         """(type name, body map, task, trace) of a message about to be sent. A flat body is the
         model's own `__dict__` (fastpath.py), not copied: a caller that keeps it copies it."""
         tname = type(msg).__name__
+        if self._cpu_touch is not None and tname not in QUIET:
+            self._cpu_touch()
         if tname in _FLAT:
             body = msg.__dict__
         elif tname in MESSAGE_TYPES:
@@ -545,6 +552,10 @@ class BusClient(Inbound, Outbound):
                     timeout_ms = min(timeout_ms,
                                      max(0, int((hb_next - now) * 1000)) if self.heartbeat_enabled
                                      else timeout_ms)
+                    if self.cpu.held:   # released once idle: wake for that, not later
+                        due = self.cpu.due_ms(now)
+                        if due is not None:
+                            timeout_ms = min(timeout_ms, int(due) + 1)
                 self._flush_batch()    # the acks of the last wake-up, the heartbeat
                 events = dict(poller.poll(timeout_ms))
                 if self._sub in events:
@@ -582,6 +593,7 @@ class BusClient(Inbound, Outbound):
                 self._flush_batch()    # acks of the last wake-up still leave
             except Exception:
                 pass
+            self.cpu.close()
             self._stopped.set()
             with self._send_lock:
                 self._pub_live = False

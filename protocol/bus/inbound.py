@@ -22,6 +22,7 @@ from .. import tracecontext
 from ..envelope import Envelope, ProtocolError, decode, parse_body
 from ..messages import Body
 from .common import ALL, DEFER, SENDERS_CAP, Subscription
+from .cpulatency import QUIET
 
 log = logging.getLogger("artoo.bus")
 
@@ -60,6 +61,8 @@ class Inbound:
                         del self._last_seq[old]
                 self._last_seq[key] = env.seq
         tname = env.type
+        if self._cpu_touch is not None and tname not in QUIET:
+            self._cpu_touch()
         if mine:
             if tname == "Hello":
                 if env.body.get("nonce") == self._hello_nonce:

@@ -43,6 +43,8 @@ def print_status(report: dict, as_json: bool) -> None:
         console.print(f"Bus signing: {report['bus_signing']}")
     if report.get("bus_hot_path"):
         console.print(f"Bus hot path: {report['bus_hot_path']}")
+    if report.get("cpu_latency"):
+        console.print(f"CPU wake-ups: {report['cpu_latency']}", highlight=False)
     box = report.get("sandbox")
     if box:
         colour = {"bubblewrap": "green", "off": "yellow"}.get(box["mode"], "red")

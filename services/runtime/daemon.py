@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 
 from protocol import accel, curve, signing
-from protocol.bus import BusClient, BusTimeout
+from protocol.bus import BusClient, BusTimeout, cpulatency
 from protocol.settings import Settings, env_name, parse_instances
 
 from . import local_model
@@ -246,6 +246,10 @@ def up(settings: Settings, timeout_s: float = 90.0, extra_env: dict[str, str] | 
 
     Idempotent: with the daemon already up it only waits for the roles. After a crash it clears
     the stale pid file and sockets and kills role processes the dead supervisord left behind."""
+    try:
+        cpulatency.check_mode(settings.cpu_latency)
+    except ValueError as exc:
+        raise DaemonError(str(exc)) from None
     settings.ensure_dirs()
     if curve.needs_curve(settings):
         curve.ensure_keys(settings)
@@ -509,14 +513,15 @@ def status_report(settings: Settings, env: dict[str, str], collector: HeartbeatC
     return {"home": str(settings.home), "supervisord_pid": supervisord_pid(settings),
             "host": settings.host, "bus": bus_description(settings),
             "roles": rows, "llm_backends": local_model.backend_description(settings, env),
-            "bus_signing": signing_state(settings), "bus_hot_path": accel.STATE}
+            "bus_signing": signing_state(settings), "bus_hot_path": accel.STATE,
+            "cpu_latency": cpulatency.describe(settings.cpu_latency)}
 
 
 def unreachable_report(settings: Settings) -> dict:
     """The status report when the bus does not answer: every expected instance missing."""
     return {"home": str(settings.home), "supervisord_pid": supervisord_pid(settings),
             "bus": "unreachable", "bus_signing": signing_state(settings),
-            "bus_hot_path": accel.STATE,
+            "bus_hot_path": accel.STATE, "cpu_latency": cpulatency.describe(settings.cpu_latency),
             "roles": [{"role": r, "instance": i, "alive": False, "pid": None, "node": "",
                        "uptime_s": 0.0, "supervisor_state": "", "gaps": 0, "rejected": 0,
                        "unacked": 0, "lost": 0, "in_flight": 0, "info": {}}
