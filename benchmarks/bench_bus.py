@@ -32,6 +32,7 @@ import zmq  # noqa: E402
 
 from protocol import tracecontext  # noqa: E402
 from protocol.bus import BusClient  # noqa: E402
+from protocol.bus.cpulatency import CpuLatency  # noqa: E402
 from protocol.envelope import Envelope, encode  # noqa: E402
 from protocol.messages import LlmUsage, MemoryQuery, MemoryResult, UserRequest  # noqa: E402
 from protocol.settings import load_settings  # noqa: E402
@@ -122,6 +123,23 @@ def _raw_subscriber(endpoint: str, expected: int, ready, results) -> None:
         if n >= expected:
             break
     results.put({"n": n, "elapsed": time.perf_counter() - first})
+    sub.close(0)
+    ctx.term()
+
+
+def _raw_stamped_subscriber(endpoint: str, expected: int, ready, results) -> None:
+    """Raw pyzmq SUB behind the proxy: latency of each stamped frame, no envelope."""
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.connect(endpoint)
+    sub.setsockopt(zmq.SUBSCRIBE, b"raw/")
+    lat: list[float] = []
+    ready.set()
+    while len(lat) < expected:
+        _, payload = sub.recv_multipart()
+        if payload != b"probe":
+            lat.append((time.monotonic_ns() - int(payload)) / 1000)
+    results.put(lat)
     sub.close(0)
     ctx.term()
 
@@ -232,6 +250,42 @@ def bench_latency(rate: int, seconds: float, env: dict, settings, ctx_mp) -> dic
             "max_us": max(lat)}
 
 
+def bench_raw_latency(rate: int, seconds: float, settings, ctx_mp) -> dict:
+    """The floor under `bench_latency`: raw pyzmq PUB → the same proxy → SUB at the same rate,
+    no envelope, no validation (with ARTOO_CPU_LATENCY=busy under the same request the clients
+    make)."""
+    n = int(rate * seconds)
+    hold = CpuLatency(settings.cpu_latency)
+    ready, results = ctx_mp.Event(), ctx_mp.Queue()
+    proc = ctx_mp.Process(target=_raw_stamped_subscriber,
+                          args=(settings.endpoint("xpub"), n, ready, results))
+    proc.start()
+    ready.wait(30)
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)
+    pub.connect(settings.endpoint("xsub"))
+    hold.touch()
+    for _ in range(50):   # the subscription reaches the proxy: probes, not measured
+        pub.send_multipart([b"raw/t", b"probe"])
+        time.sleep(0.01)
+    next_at = time.perf_counter()
+    for _ in range(n):
+        while True:
+            left = next_at - time.perf_counter()
+            if left <= 0:
+                break
+            if left > 0.0003:
+                time.sleep(left - 0.0002)
+        pub.send_multipart([b"raw/t", str(time.monotonic_ns()).encode()])
+        next_at += 1.0 / rate
+    lat = results.get(timeout=60)
+    proc.join(10)
+    hold.close()
+    pub.close(0)
+    ctx.term()
+    return {"p50_us": percentile(lat, 50), "p99_us": percentile(lat, 99)}
+
+
 def bench_round_trips(n: int, env: dict, settings, ctx_mp) -> dict:
     ready = ctx_mp.Event()
     proc = ctx_mp.Process(target=_replier, args=(env, ready))
@@ -310,7 +364,9 @@ def bench_cpu_latency(rate: int, seconds: float, round_trips: int, env: dict, se
     for r in range(rounds):
         for mode in (("off", "busy") if r % 2 == 0 else ("busy", "off")):
             lat = bench_latency(rate, seconds, *modes[mode], ctx_mp)
-            runs[mode].append({**lat, **bench_round_trips(round_trips, *modes[mode], ctx_mp)})
+            raw = bench_raw_latency(rate, seconds, modes[mode][1], ctx_mp)
+            runs[mode].append({**lat, "raw_p50_us": raw["p50_us"], "raw_p99_us": raw["p99_us"],
+                               **bench_round_trips(round_trips, *modes[mode], ctx_mp)})
     return runs
 
 
@@ -472,8 +528,9 @@ def main() -> int:
             def col(key: str) -> str:
                 return " / ".join(f"{r[key]:.0f}" for r in runs)
             print(f"  {mode:>4}: at {args.rate} msgs/s p50 {col('p50_us')} us, p99 {col('p99_us')} "
-                  f"us; request/reply p50 {col('request_p50_us')} us, p99 {col('request_p99_us')} "
-                  f"us; send->ack p50 {col('ack_p50_us')} us")
+                  f"us (raw pyzmq through the proxy: p50 {col('raw_p50_us')} us, p99 "
+                  f"{col('raw_p99_us')} us); request/reply p50 {col('request_p50_us')} us, p99 "
+                  f"{col('request_p99_us')} us; send->ack p50 {col('ack_p50_us')} us")
     if "tracing" in out:
         print_tracing(out["tracing"], args)
     return 0

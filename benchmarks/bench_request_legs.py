@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_bus  # noqa: E402
 from protocol.bus import BusClient  # noqa: E402
 from protocol.bus import common  # noqa: E402
+from protocol.bus.cpulatency import CpuLatency  # noqa: E402
 from protocol.messages import MemoryQuery, MemoryResult  # noqa: E402
 from protocol.settings import load_settings  # noqa: E402
 
@@ -96,7 +97,10 @@ def _raw_echo(xsub: str, xpub: str, ready, seconds: float) -> None:
 
 
 def raw_ping_pong(settings, n: int, ctx_mp) -> float:
-    """p50 µs of a raw ping-pong through the proxy, both ends blocking in recv."""
+    """p50 µs of a raw ping-pong through the proxy, both ends blocking in recv; with
+    ARTOO_CPU_LATENCY=busy under the same CPU wake-up latency request the bus clients make."""
+    hold = CpuLatency(settings.cpu_latency)
+    hold.touch()
     xsub, xpub = settings.endpoint("xsub"), settings.endpoint("xpub")
     ready = ctx_mp.Event()
     proc = ctx_mp.Process(target=_raw_echo, args=(xsub, xpub, ready, 5 + n / 2000))
@@ -116,6 +120,7 @@ def raw_ping_pong(settings, n: int, ctx_mp) -> float:
     sub.close(0)
     ctx.term()
     proc.join(30)
+    hold.close()
     return _p50(lat)
 
 
@@ -174,7 +179,7 @@ def main() -> int:
                 ("-> the waiter's slot is set", rec["in"], settled),
                 ("-> the waiting thread returns", settled, end),
                 ("round trip", start, end)]
-        print(f"machine: {bench_bus.idle_policy()}")
+        print(f"machine: {bench_bus.idle_policy()}, ARTOO_CPU_LATENCY={settings.cpu_latency}")
         print(f"request/reply legs over {n} round trips, p50 in us:")
         for name, a, b in legs:
             print(f"  {name:36s} {_p50([(y - x) / 1000 for x, y in zip(a[-n:], b[-n:])]):7.1f}")
