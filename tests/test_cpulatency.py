@@ -78,17 +78,32 @@ def test_a_forked_child_does_not_keep_its_parents_request(tmp_path):
     hold.close()
 
 
-def test_bus_work_holds_the_request_and_an_idle_bus_does_not(bus_process, bus_clients, settings):
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel-device", "stand-in"])
+def test_bus_work_holds_the_request_and_an_idle_bus_does_not(bus_process, bus_clients, settings,
+                                                             tmp_path, kernel):
     """Real proxy, real clients: a handshake and heartbeats are no work; a request and its reply
-    are, for both ends, until the linger has passed."""
+    are, for both ends, until the linger has passed. On the kernel's device (where this test may
+    write it: root) and on a stand-in file."""
+    if kernel and not os.access(DEVICE, os.W_OK):
+        pytest.skip(f"{DEVICE} is not writable here (root only)")
     busy = dataclasses.replace(settings, cpu_latency="busy", cpu_latency_linger_s=0.5,
                                heartbeat_interval_s=0.05)
-    before = device_value()
+    real = kernel
+    before = device_value() if real else None
+    if not real:
+        (tmp_path / "dma").write_bytes(b"")
     beats = []
-    replier = bus_clients("memory", settings=busy, heartbeat=True, setup=lambda c: (
-        c.on("MemoryQuery", lambda e, m: MemoryResult(op=m.op, stats={"n": m.n}), request=True)))
-    asker = bus_clients("planner", settings=busy, setup=lambda c: (
-        c.on("Heartbeat", lambda e, m: beats.append(m), task="memory")))
+
+    def on(client, *handler):
+        if not real:
+            client.cpu.device = str(tmp_path / "dma")
+        if handler:
+            client.on(*handler[:2], **handler[2])
+    replier = bus_clients("memory", settings=busy, heartbeat=True, setup=lambda c: on(
+        c, "MemoryQuery", lambda e, m: MemoryResult(op=m.op, stats={"n": m.n}),
+        {"request": True}))
+    asker = bus_clients("planner", settings=busy, setup=lambda c: on(
+        c, "Heartbeat", lambda e, m: beats.append(m), {"task": "memory"}))
     wait_until(lambda: len(beats) >= 3, 10, "three heartbeats of the replier")
     assert asker.stats()["cpu_latency"] == "idle" and replier.stats()["cpu_latency"] == "idle"
     _, reply = asker.request(MemoryQuery(op="stats", n=7), to="memory")
