@@ -41,6 +41,7 @@ import zmq
 
 from protocol import curve
 from protocol.bus import BusClient
+from protocol.bus.common import Gather
 from protocol.envelope import Envelope, ProtocolError, decode, parse_body, stream_of
 from protocol.messages import AuditReport
 from protocol.routes import ANY, ROLES, ROUTES, SELF, allowed
@@ -520,12 +521,14 @@ class AuditorService:
         poller.register(self._wake_r, zmq.POLLIN)
         next_tick = time.monotonic() + 0.25
         next_report = time.monotonic() + self.s.audit_report_interval_s
+        gather, capped = Gather(self.s.observer_gather_ms / 1000), False   # off every task's path
         while not self._stop.is_set():
             now_m = time.monotonic()
             timeout = max(0.0, min(next_tick, next_report) - now_m)
             events = dict(poller.poll(int(timeout * 1000) + 1))
             if self._sub in events:
-                self._drain(limit=2000)
+                gather.before_drain(capped)
+                capped = self._drain(limit=2000) >= 2000
             if self._wake_r in events:
                 try:
                     os.read(self._wake_r, 4096)

@@ -21,6 +21,7 @@ import zmq
 
 from protocol import curve
 from protocol.bus import BusClient
+from protocol.bus.common import Gather
 from protocol.envelope import pack
 from protocol.settings import Settings
 from services.runtime.capture import ACK, BATCH_HEAD, DATA, FROM, ITEM, LOST, LOST_RANGE, POS
@@ -103,6 +104,9 @@ class Tap:
         asked_for = -1
         last_heard = time.monotonic()
         sock.send_multipart([FROM, POS.pack(self.epoch, self.expected - 1)])
+        # off every task's path: take the relay's batches in bursts (the relay stamps receive
+        # times, so the log's times are the proxy's whatever the pace here)
+        gather, capped = Gather(self.settings.observer_gather_ms / 1000), False
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
@@ -110,10 +114,13 @@ class Tap:
                 if unsynced_since is not None:
                     timeout = max(0.0, unsynced_since + interval - now)
                 if sock.poll(int(timeout * 1000) + 1):
+                    gather.before_drain(capped)
+                    capped = True
                     for _ in range(64):
                         try:
                             frames = sock.recv_multipart(zmq.NOBLOCK)
                         except zmq.Again:
+                            capped = False
                             break
                         need = self._handle(frames)
                         if need is not None and (need != asked_for or now - asked_at > 1.0):

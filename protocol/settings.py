@@ -95,6 +95,8 @@ class Settings:
     cpu_latency: str = "off"             # ARTOO_CPU_LATENCY: "busy" keeps idle CPUs polling while a
                                          # process has bus work (PM QoS; protocol/bus/cpulatency.py)
     cpu_latency_linger_s: float = 2.0    # ... until this long after its last work message
+    observer_gather_ms: float = 20.0     # the tap, auditor and metrics take what arrived at most
+                                         # this often (protocol/bus/common.Gather; 0 = as it comes)
 
     # --- tasks ---------------------------------------------------------------------------------
     task_deadline_s: float = 900.0       # every task ends with a FinalResult by then at the latest

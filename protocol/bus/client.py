@@ -20,8 +20,8 @@ from ..envelope import (LIVE_KEYS, NO_TASK, PROTOCOL_VERSION, Envelope, Protocol
                         topic_for)
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
-from .common import (ALL, LRU_CAP, BusTimeout, Handler, Lru, Pending, ReplyCache, ReplySlot,
-                     SeenSet, Subscription)
+from .common import (ALL, LRU_CAP, BusTimeout, Gather, Handler, Lru, Pending, ReplyCache,
+                     ReplySlot, SeenSet, Subscription)
 from .cpulatency import QUIET, CpuLatency
 from .inbound import Inbound
 from .outbound import ENCODE, Outbound
@@ -97,6 +97,9 @@ class BusClient(Inbound, Outbound):
         # idle CPUs kept polling while this process has work (ARTOO_CPU_LATENCY, cpulatency.py)
         self.cpu = CpuLatency(s.cpu_latency, s.cpu_latency_linger_s)
         self._cpu_touch = self.cpu.touch if self.cpu.enabled else None
+        # an observer process sets this to take messages in bursts (common.Gather); None: at once
+        self.gather: Gather | None = None
+        self._drain_capped = False
 
         self._outq: queue.SimpleQueue = queue.SimpleQueue()
         self._batch: list[tuple[bytes, dict]] = []  # acks + heartbeat, sent at a wake-up's end
@@ -559,11 +562,15 @@ class BusClient(Inbound, Outbound):
                 self._flush_batch()    # the acks of the last wake-up, the heartbeat
                 events = dict(poller.poll(timeout_ms))
                 if self._sub in events:
+                    if self.gather is not None:
+                        self.gather.before_drain(self._drain_capped)
                     # drain the socket: every message already queued is handled in this wake-up
                     recv_frames, on_frames = self._recv_raw, self._on_frames
+                    self._drain_capped = True
                     for _ in range(1000):  # bounded batch keeps timers and the queue served
                         frames = recv_frames()
                         if frames is None:
+                            self._drain_capped = False
                             break
                         try:
                             on_frames(frames)

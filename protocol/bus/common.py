@@ -33,6 +33,29 @@ class BusTimeout(TimeoutError):
     pass
 
 
+class Gather:
+    """An observer's pace: woken by a message, it waits `period_s` for the rest of the burst and
+    takes them all in one go.
+
+    Why: the processes that only observe every message (the tap, the auditor, metrics) are on
+    no task's path, yet woken once per message they competed for the cores with the roles that
+    are — a one-subtask task's ≈ 50 messages cost each of them ≈ 4 core-ms, much of it wake-ups.
+    Gathering costs them a lag of at most `period_s` and the task nothing (docs/BENCHMARKS.md).
+    After a drain that stopped at its limit (more was waiting) there is no wait: under load the
+    pace is the drain's, never slower."""
+    __slots__ = ("period_s", "bursts")
+
+    def __init__(self, period_s: float):
+        self.period_s = max(0.0, period_s)
+        self.bursts = 0             # wake-ups that took messages
+
+    def before_drain(self, more_waiting: bool = False) -> None:
+        """Called when messages have arrived, before taking them (sleeps on the caller's thread)."""
+        self.bursts += 1
+        if self.period_s > 0 and not more_waiting:
+            time.sleep(self.period_s)
+
+
 class ReplySlot:
     """Where the loop thread leaves a request's reply for the thread waiting on it: one lock,
     held from creation and released once, so the waiter wakes on one futex (a Future's condition

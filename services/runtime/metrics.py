@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
 from protocol.bus import ALL, BusClient
+from protocol.bus.common import Gather
 from protocol.settings import Settings, load_settings
 
 log = logging.getLogger("artoo.metrics")
@@ -256,6 +257,7 @@ def setup(client: BusClient, settings: Settings) -> _Service:
     collector = Collector(settings)
     collector.client = client
     client.on(ALL, collector.observe, raw=True)
+    client.gather = Gather(settings.observer_gather_ms / 1000)   # off every task's path
     try:
         server, port = serve(collector, settings)
     except OSError as exc:   # the port is taken: keep counting, say so in the heartbeat
