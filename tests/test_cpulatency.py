@@ -86,7 +86,7 @@ def test_bus_work_holds_the_request_and_an_idle_bus_does_not(bus_process, bus_cl
     write it: root) and on a stand-in file."""
     if kernel and not os.access(DEVICE, os.W_OK):
         pytest.skip(f"{DEVICE} is not writable here (root only)")
-    busy = dataclasses.replace(settings, cpu_latency="busy", cpu_latency_linger_s=0.5,
+    busy = dataclasses.replace(settings, cpu_latency="busy", cpu_latency_linger_s=2.0,
                                heartbeat_interval_s=0.05)
     real = kernel
     before = device_value() if real else None
