@@ -157,6 +157,29 @@ def machine_cpu() -> tuple[float, float]:
     return (sum(ticks) - idle) / hz, sum(ticks) / hz
 
 
+def process_cpu(settings) -> dict[str, float]:
+    """CPU seconds so far of each program of the daemon (its processes summed, each with the
+    children it has reaped — an effector's CPU shows under the process that forked it), and of
+    this benchmark's own process (the client and the scripted model): `(bench)`."""
+    import psutil
+    from services.runtime import daemon
+    out: dict[str, float] = {}
+    for proc in daemon.our_processes(settings):
+        try:
+            cmd, t = proc.cmdline(), proc.cpu_times()
+        except psutil.Error:
+            continue
+        module = cmd[cmd.index("-m") + 1] if "-m" in cmd and cmd.index("-m") + 1 < len(cmd) \
+            else ""
+        package, _, last = module.rpartition(".")
+        name = (package if last == "server" else last) if module else \
+            os.path.basename(cmd[0]) if cmd else "?"
+        out[name] = out.get(name, 0.0) + t.user + t.system + t.children_user + t.children_system
+    me = os.times()
+    out["(bench)"] = me.user + me.system
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=50)
@@ -206,9 +229,9 @@ def main() -> int:
             sub = Submitter(settings)
             for i in range(3):                                   # warm-up (imports, caches)
                 sub.run(f"run-warm-{i}")
-            cpu0 = machine_cpu()
+            cpu0, by0 = machine_cpu(), process_cpu(settings)
             latencies = [sub.run(f"run-seq-{i}") for i in range(args.tasks)]
-            cpu1 = machine_cpu()
+            cpu1, by1 = machine_cpu(), process_cpu(settings)
             floor = llm_floor(settings, min(args.tasks, 20))
 
             ids = [f"run-par-{i}" for i in range(args.throughput_tasks)]
@@ -260,6 +283,9 @@ def main() -> int:
         "idle_policy": f"{idle_policy()}, ARTOO_CPU_LATENCY={args.cpu_latency}",
         "cpu_busy_per_task_core_ms": round((cpu1[0] - cpu0[0]) * 1000 / args.tasks, 1),
         "cpu_total_per_task_core_ms": round((cpu1[1] - cpu0[1]) * 1000 / args.tasks, 1),
+        "cpu_per_task_by_program_core_ms": {
+            name: round((by1.get(name, 0.0) - by0.get(name, 0.0)) * 1000 / args.tasks, 1)
+            for name in sorted(by1, key=lambda n: by0.get(n, 0.0) - by1[n])},
         "tracing": args.tracing,
         "spans_received": len(receiver.spans) if receiver is not None else 0,
     }
@@ -279,6 +305,9 @@ def main() -> int:
             print(f"  {label:<42} {ms:7.1f} ms  [{owner}]")
         print(f"machine CPU busy per sequential task: {figures['cpu_busy_per_task_core_ms']} of "
               f"{figures['cpu_total_per_task_core_ms']} core-ms the cores had in its time")
+        print("  of which, by program (own CPU and its reaped children's; effectors under the "
+              "spawner): " + ", ".join(f"{name} {ms}" for name, ms in
+                                      figures["cpu_per_task_by_program_core_ms"].items() if ms))
         print(f"load average at the end: {figures['load_average']}; {figures['idle_policy']}")
         print(f"throughput, {args.concurrency} tasks in flight: {args.throughput_tasks} tasks in "
               f"{wall:.1f} s = {figures['tasks_per_minute']} tasks/minute"
