@@ -222,6 +222,21 @@ def bench_throughput(n: int, env: dict, settings, ctx_mp) -> dict:
             "send_rate": n / sent_s, "rejected": res["rejected"], "gaps": res["gaps"]}
 
 
+def paced(n: int, rate: int):
+    """0 … n-1, each yielded at its time at `rate` a second: precise, and sleeping the bulk of
+    each gap keeps the CPU free for the receiver."""
+    next_at = time.perf_counter()
+    for i in range(n):
+        while True:
+            left = next_at - time.perf_counter()
+            if left <= 0:
+                break
+            if left > 0.0003:
+                time.sleep(left - 0.0002)
+        yield i
+        next_at += 1.0 / rate
+
+
 def bench_latency(rate: int, seconds: float, env: dict, settings, ctx_mp) -> dict:
     n = int(rate * seconds)
     ready, results = ctx_mp.Event(), ctx_mp.Queue()
@@ -231,17 +246,8 @@ def bench_latency(rate: int, seconds: float, env: dict, settings, ctx_mp) -> dic
     pub = BusClient("planner", settings=settings, heartbeat=False).start()
     _tracing_publisher(pub, env)
     pub.handshake()
-    interval = 1.0 / rate
-    next_at = time.perf_counter()
-    for i in range(n):
-        while True:  # pace precisely; sleeping the bulk keeps the CPU free for the receiver
-            left = next_at - time.perf_counter()
-            if left <= 0:
-                break
-            if left > 0.0003:
-                time.sleep(left - 0.0002)
+    for i in paced(n, rate):
         pub.publish(sample(i, time.monotonic_ns()), task="t-bench")
-        next_at += interval
     res = results.get(timeout=60)
     proc.join(10)
     pub.stop()
@@ -268,16 +274,8 @@ def bench_raw_latency(rate: int, seconds: float, settings, ctx_mp) -> dict:
     for _ in range(50):   # the subscription reaches the proxy: probes, not measured
         pub.send_multipart([b"raw/t", b"probe"])
         time.sleep(0.01)
-    next_at = time.perf_counter()
-    for _ in range(n):
-        while True:
-            left = next_at - time.perf_counter()
-            if left <= 0:
-                break
-            if left > 0.0003:
-                time.sleep(left - 0.0002)
+    for _ in paced(n, rate):
         pub.send_multipart([b"raw/t", str(time.monotonic_ns()).encode()])
-        next_at += 1.0 / rate
     lat = results.get(timeout=60)
     proc.join(10)
     hold.close()
