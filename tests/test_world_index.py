@@ -257,6 +257,39 @@ def test_a_common_word_brings_only_its_latest_facts_to_the_ranking(world, monkey
         assert [f["id"] for f in got["facts"]] == want["facts"], text
 
 
+def test_a_common_word_brings_only_its_latest_mentioned_entities_to_the_ranking(world,
+                                                                             monkeypatch):
+    """Past WORD_CANDIDATES entities whose names share a word (every run's task entity is named
+    by its run id: `run-…`), the word brings the latest mentioned of them; a new mention brings an
+    old one back, a rarer word or its name still find it, and the projection is the full scan's
+    while the ones it would choose are among the latest."""
+    import os
+    monkeypatch.setattr(ix, "WORD_CANDIDATES", 20)
+    st, now = world.store, 1_800_000_000.0
+    ws = os.path.realpath(str(world.ws))
+    for i in range(60):
+        world.on_request(f"run-{i}", f"task {i}", workspace=str(world.ws), at=now - 60 * (60 - i))
+        st.transact(lambda txn, i=i: st.track(
+            txn, f"task:run-{i}", "task", f"run-{i:03d}", at=now - 60 * (60 - i),
+            sentiment=None, episode=f"run-{i}", lam=0.3))
+    st.transact(lambda txn: st.track(txn, "file:zebra-run.csv", "file", "zebra-run.csv",
+                                     at=now - 90 * DAY, sentiment=None, episode="run-0", lam=0.3))
+    with st.read() as txn:
+        got = st.index.entities_for(txn, {"run"}, ())
+        assert got == {f"task:run-{i}" for i in range(40, 60)}
+        assert "file:zebra-run.csv" in st.index.entities_for(txn, {"run", "zebra"}, ())
+        assert "file:zebra-run.csv" in st.index.entities_for(txn, {"run"}, {"file:zebra-run.csv"})
+    st.transact(lambda txn: st.track(txn, "task:run-3", "task", "run-003", at=now,
+                                     sentiment=None, episode="again", lam=0.3))
+    with st.read() as txn:
+        got = st.index.entities_for(txn, {"run"}, ())
+        assert "task:run-3" in got and "task:run-40" not in got and len(got) == 20
+    for text in ("run it again", "the zebra run"):
+        got = world.project(text, now=now, workspace=str(world.ws))
+        want = reference(world, text, now, ws)
+        assert [e["id"] for e in got["entities"]] == want["entities"], text
+
+
 def test_a_projection_reads_beside_a_write_in_progress_and_a_resize_waits_for_readers(world):
     """LMDB readers see the last commit without waiting for the writer (the world's queries run
     beside the observation being recorded); growing the map waits until no reader is open."""

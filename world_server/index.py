@@ -11,7 +11,7 @@ the record it indexes (atomic with it, out of an aborted one) and read through t
 holds ids, words and each fact's few ranking inputs, never whole records: the projection ranks the
 facts a lookup gives from those inputs and reads only the chosen ones (and the candidate entities)
 from the store — the same projection as ranking everything, as long as no word of the goal is
-shared by more than WORD_CANDIDATES facts. A store written before the index gets it built from one
+shared by more than WORD_CANDIDATES facts (or entities). A store written before the index gets it built from one
 scan when the world opens it (`WorldIndex.ensure`).
 """
 from __future__ import annotations
@@ -27,14 +27,15 @@ import msgpack
 from protocol.envelope import pack
 from services.runtime import worldfacts as X
 
-VERSION = 2
+VERSION = 3
 #  name       key → value (dupsort: one key, many values, kept sorted)
 DBS = {
     "ix_ws": False,        # task → its workspace ("": the default one)
     "ix_session": True,    # schedule session → its runs (task ids)
     "ix_goalrun": True,    # run id → the goals it carries out
     "ix_slug": False,      # intent slug → its latest proposal's time
-    "ix_entword": True,    # word of a name → entity ids
+    "ix_entword": True,    # word of a name → (last mention, entity id), in mention order
+    "ix_entlast": False,   # entity id → the last mention its ix_entword postings carry
     "ix_factword": True,   # word of a fact → (valid time, fact id), in valid-time order
     "ix_subject": True,    # subject → (valid time, fact id), in valid-time order
     "ix_scope": True,      # workspace → (valid time, fact id), in valid-time order
@@ -46,6 +47,9 @@ MAX_KEY = 400              # LMDB keys (and dupsort values) stop at 511 bytes
 # a word thousands of facts share ("file", "line") says little about which of them matter, and
 # ranking them all made a projection grow with the history (8.7 ms at 3,000 tasks sharing two
 # words, bench_world.py). A fact behind that cut still comes through a rarer word it shares.
+# Entities likewise, by their last mention: every run's task entity is named by its run id
+# (`run-20261201-…`), so "run" in a goal brought every task ever recorded (36 ms and 3.5 MB
+# of transient heap for one projection at 4,000 tasks).
 WORD_CANDIDATES = 512
 _DOUBLE = struct.Struct(">d")
 
@@ -152,9 +156,19 @@ class WorldIndex:
                 txn.put(self.key(txn, slug), _DOUBLE.pack(at), db=self.db["ix_slug"])
 
     def _entity(self, txn, eid: str, ent: dict) -> None:
-        # a name never changes: writing its (word, id) pairs again adds nothing
+        # a name never changes; a new last mention moves the entity's postings to their new time
+        ekey = self.key(txn, eid)
+        at = sortable(ent.get("last_mentioned") or 0.0)
+        old = txn.get(ekey, db=self.db["ix_entlast"])
+        if old == at:
+            return
+        words = self.db["ix_entword"]
         for w in name_words(ent.get("name", "")):
-            self._add(txn, "ix_entword", w, eid)
+            wkey = self.key(txn, w)
+            if old is not None:
+                txn.delete(wkey, old + ekey, db=words)
+            txn.put(wkey, at + ekey, db=words)
+        txn.put(ekey, at, db=self.db["ix_entlast"])
 
     def _fact(self, txn, fid: str, f: dict) -> None:
         fkey = fid.encode()                      # a fact id: never too long for a key
@@ -214,12 +228,15 @@ class WorldIndex:
         pairs = txn.cursor(db=self.db["ix_meta"]).getmulti(list(fkeys))
         return {k: FactMeta(*unpack(v)) for k, v in pairs}
 
-    def entities_for(self, txn, words: Iterable[str], named: Iterable[str]) -> set[str]:
-        """Every entity whose name shares a word, and the named ones (when known)."""
+    def entities_for(self, txn, words: Iterable[str], named: Iterable[str],
+                     limit: int | None = None) -> set[str]:
+        """The named entities (when known) and, for each word, the latest `limit`
+        (WORD_CANDIDATES) entities mentioned whose name has it."""
         entities = self.db["entities"]
         out = {eid for eid in named if txn.get(self.lookup(eid), db=entities) is not None}
         for w in words:
-            out.update(self.text(txn, v) for v in self._values(txn, "ix_entword", w))
+            out.update(self.text(txn, v) for v in
+                       islice(self.newest(txn, "ix_entword", w), limit or WORD_CANDIDATES))
         return out
 
     def facts_for(self, txn, words: Iterable[str], subjects: Iterable[str],
@@ -253,7 +270,7 @@ class WorldIndex:
         return self.newest(txn, "ix_scope", scope)
 
     def newest(self, txn, name: str, key: str) -> Iterator[bytes]:
-        """The fact keys a time-ordered posting list holds, latest valid time first."""
+        """The keys a time-ordered posting list holds, latest time first."""
         cur = txn.cursor(db=self.db[name])
         if cur.set_key(self.lookup(key)) and cur.last_dup():
             for raw in cur.iterprev_dup(keys=False):
