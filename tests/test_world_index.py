@@ -178,6 +178,9 @@ def test_a_store_written_before_the_index_gets_it_built_once_on_open(world, tmp_
     import os
     now = 1_800_000_000.0
     fill(world, random.Random(5), 80, now, other=str(world.ws) + "-other")
+    for task, at in (("late-fail", now - 5), ("early-fail", now - 50)):
+        world.on_request(task, "a failing job", workspace=str(world.ws))
+        world.on_final({"task_id": task, "status": "abandoned", "summary": ""}, at=at)
     st = world.store
     with st.write() as txn:                          # the store as an older artoo left it
         for name in ix.DBS:
@@ -190,6 +193,7 @@ def test_a_store_written_before_the_index_gets_it_built_once_on_open(world, tmp_
         with again.read() as txn:
             assert txn.get(b"index", db=again.db["meta"]) is not None
             assert txn.stat(again.db["ix_meta"])["entries"] == again.stats()["facts"]
+            assert again.index.last_failed(txn) == "late-fail"
         ws = os.path.realpath(str(world.ws))
         for text in ("what port does staging use", "the disk usage report csv"):
             got = world.project(text, now=now, workspace=str(world.ws))

@@ -227,6 +227,27 @@ def test_a_negative_aroused_message_proposes_a_reactive_goal(world):
         world.link(goal["id"], {"run_id": "x"})
 
 
+def test_a_reactive_goal_names_the_run_that_failed_last_without_reading_every_run(world,
+                                                                                monkeypatch):
+    """The latest failure by its end time, kept by the index as runs end (a run's end read back
+    late from the audit log does not displace a later one); no scan of the episodes."""
+    now = time.time()
+    for i, (task, status) in enumerate([("f1", "abandoned"), ("ok", "verified"),
+                                        ("f2", "not_possible"), ("ok2", "verified")]):
+        world.on_request(task, f"job {task}", workspace=str(world.ws))
+        world.on_final({"task_id": task, "status": status, "summary": f"{task} ended"},
+                       at=now - 100 + i)
+    world.on_request("f0", "job f0", workspace=str(world.ws))
+    world.on_final({"task_id": "f0", "status": "abandoned", "summary": "f0 ended"}, at=now - 500)
+    scanned = []
+    real_scan = world.store.scan
+    monkeypatch.setattr(world.store, "scan", lambda txn, db: scanned.append(db) or
+                        real_scan(txn, db))
+    [goal] = world.on_request("angry", "The job is broken AGAIN!! fix it")
+    assert "'job f2'" in goal["description"] and goal["evidence"][1]["task"] == "f2"
+    assert "episodes" not in scanned
+
+
 def test_time_pressure_proposes_a_reminder_when_the_deadline_nears(world):
     now = time.time()
     world.on_request("d1", "the quarterly report is due in 2 hours", at=now)

@@ -28,6 +28,7 @@ from protocol.envelope import pack
 from services.runtime import worldfacts as X
 
 VERSION = 3
+FAILED = ("abandoned", "not_possible")     # a run's outcomes that count as a failure
 #  name       key → value (dupsort: one key, many values, kept sorted)
 DBS = {
     "ix_ws": False,        # task → its workspace ("": the default one)
@@ -40,6 +41,7 @@ DBS = {
     "ix_subject": True,    # subject → (valid time, fact id), in valid-time order
     "ix_scope": True,      # workspace → (valid time, fact id), in valid-time order
     "ix_meta": False,      # fact id → its ranking inputs (FactMeta)
+    "ix_failed": False,    # b"last" → (end time, task) of the latest run that failed
     "ix_long": False,      # the digest that stands for a string too long to be a key → it
 }
 MAX_KEY = 400              # LMDB keys (and dupsort values) stop at 511 bytes
@@ -144,6 +146,11 @@ class WorldIndex:
         session = ep.get("session") or ""
         if session.startswith("schedule:"):
             self._add(txn, "ix_session", session, task)
+        final = ep.get("final") or {}
+        if final.get("status") in FAILED:
+            posting = sortable(final.get("at") or 0.0) + task.encode()
+            if posting > (txn.get(b"last", db=self.db["ix_failed"]) or b""):
+                txn.put(b"last", posting, db=self.db["ix_failed"])
 
     def _goal(self, txn, gid: str, goal: dict) -> None:
         run = (goal.get("link") or {}).get("run_id")
@@ -211,6 +218,11 @@ class WorldIndex:
 
     def goal_runs(self, txn, run: str) -> list[str]:
         return [self.text(txn, v) for v in self._values(txn, "ix_goalrun", run)]
+
+    def last_failed(self, txn) -> str | None:
+        """The task of the run that failed last (abandoned or not possible), by its end."""
+        raw = txn.get(b"last", db=self.db["ix_failed"])
+        return None if raw is None else raw[8:].decode()
 
     def slug_proposed(self, txn, slug: str) -> float:
         raw = txn.get(self.lookup(slug), db=self.db["ix_slug"])

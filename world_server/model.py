@@ -33,12 +33,11 @@ from services.runtime import world as W
 from services.runtime import worldfacts as X
 from services.runtime.disk import tree_size
 
-from .index import FactMeta, name_words
+from .index import FAILED, FactMeta, name_words
 from .store import (MAX_INTENT_HISTORY, WorldError, WorldStore, held, known_at, stable_id,
                     valid_at)
 
 log = logging.getLogger("artoo.world")
-FAILED = ("abandoned", "not_possible")     # a run's outcomes that count as a failure
 PLACE_BONUS = 1.0           # a related fact found in the goal's workspace (projection rank)
 FACT_RECENCY_S = 86400.0       # a fact's recency bonus in the projection decays over a day
 MAX_CALLS_KEPT = 60            # tool records kept per open episode
@@ -391,10 +390,8 @@ class WorldModel:
 
     def _reactive(self, txn, task: str, text: str, emo: W.Emotion, at: float,
                   workspace: str) -> dict | None:
-        failed = [e for _, e in self.store.scan(txn, "episodes")
-                  if (e.get("final") or {}).get("status") in ("abandoned", "not_possible")]
-        failed.sort(key=lambda e: e["final"]["at"])
-        last = failed[-1] if failed else None
+        failed = self.store.index.last_failed(txn)
+        last = self.store.get(txn, "episodes", failed) if failed else None
         if last:
             goal = (f"Look at what failed in the earlier task '{last['text'][:120]}' "
                     f"({last['final']['status']}: {last['final']['summary'][:120]}) and report "
