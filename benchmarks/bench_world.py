@@ -22,6 +22,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 
 
+def _p50_ms(runs: int, fn) -> float:
+    """The median of `runs` timed calls fn(0) … fn(runs - 1), in ms."""
+    times = []
+    for i in range(runs):
+        t0 = time.perf_counter()
+        fn(i)
+        times.append((time.perf_counter() - t0) * 1000)
+    return round(statistics.median(times), 2)
+
+
 def measure(repo: str, total: int) -> list[dict]:
     sys.path.insert(0, repo)
     from protocol.settings import load_settings
@@ -55,26 +65,13 @@ def measure(repo: str, total: int) -> list[dict]:
         while n < target:
             task(tid_of(n), n)
             n += 1
-        project = []
-        for i in range(30):
-            t0 = time.perf_counter()
-            model.project(f"how many lines has report{i % 50}.csv", workspace=str(ws),
-                          task=f"q{i}")
-            project.append((time.perf_counter() - t0) * 1000)
-        project_run = []
-        for i in range(30):
-            t0 = time.perf_counter()
-            model.project(f"run the line count of report{i % 50}.csv again", workspace=str(ws),
-                          task=f"q{i}")
-            project_run.append((time.perf_counter() - t0) * 1000)
-        observe = []
-        for i in range(10):
-            t0 = time.perf_counter()
-            task(f"{tid_of(n)}-x{i}", n + i)
-            observe.append((time.perf_counter() - t0) * 1000)
-        rows.append({"tasks": n, "project_ms_p50": round(statistics.median(project), 2),
-                     "project_run_ms_p50": round(statistics.median(project_run), 2),
-                     "observe_ms_p50": round(statistics.median(observe), 2),
+        project = _p50_ms(30, lambda i: model.project(
+            f"how many lines has report{i % 50}.csv", workspace=str(ws), task=f"q{i}"))
+        project_run = _p50_ms(30, lambda i: model.project(
+            f"run the line count of report{i % 50}.csv again", workspace=str(ws), task=f"q{i}"))
+        observe = _p50_ms(10, lambda i: task(f"{tid_of(n)}-x{i}", n + i))
+        rows.append({"tasks": n, "project_ms_p50": project, "project_run_ms_p50": project_run,
+                     "observe_ms_p50": observe,
                      "facts": store.stats().get("facts"),
                      "entities": store.stats().get("entities")})
     store.close()
