@@ -11,8 +11,8 @@ the record it indexes (atomic with it, out of an aborted one) and read through t
 holds ids, words and each fact's few ranking inputs, never whole records: the projection ranks the
 facts a lookup gives from those inputs and reads only the chosen ones (and the candidate entities)
 from the store — the same projection as ranking everything, as long as no word of the goal is
-shared by more than WORD_CANDIDATES facts (or entities). A store written before the index gets it built from one
-scan when the world opens it (`WorldIndex.ensure`).
+shared by more than WORD_CANDIDATES facts (or entities). A store written before the index gets
+it built from one scan when the world opens it (`WorldIndex.ensure`).
 """
 from __future__ import annotations
 
