@@ -12,7 +12,7 @@ import pytest
 from world_server import index as ix
 from world_server.index import fact_meta, fact_words, name_words
 from world_server.model import WorldModel, fact_rank
-from world_server.store import WorldStore
+from world_server.store import WorldStore, valid_at
 from test_world_model import world  # noqa: F401 - the fixture: a model on a real store
 
 DAY = 86400.0
@@ -292,6 +292,35 @@ def test_a_common_word_brings_only_its_latest_mentioned_entities_to_the_ranking(
         got = world.project(text, now=now, workspace=str(world.ws))
         want = reference(world, text, now, ws)
         assert [e["id"] for e in got["entities"]] == want["entities"], text
+
+
+def test_listings_keep_only_what_they_show_and_order_as_a_full_sort(world, monkeypatch):
+    """entities / facts / goals read the store once and keep the n they show: the same rows, in
+    the same order (ties in scan order), as sorting every record; none loads a whole table."""
+    now = 1_800_000_000.0
+    fill(world, random.Random(11), 120, now, other=str(world.ws) + "-other")
+    st = world.store
+    for i in range(12):                  # proposals and others, created at tied times
+        st.transact(lambda txn, i=i: st.put(txn, "goals", f"g{i:02d}", {
+            "id": f"g{i:02d}", "type": ("USER", "AUTO")[i % 2],
+            "status": ("BLOCKED", "ACTIVE", "COMPLETED")[i % 3], "created_at": now - i // 4}))
+    ents, facts, goals = st.all("entities"), st.all("facts"), st.all("goals")
+    want_e = sorted((e for e in ents if not e.get("forgotten")),
+                    key=lambda e: -world.weight(e, now))[:7]
+    want_f = sorted((f for f in facts if not f.get("forgotten") and f["kind"] == "fact"
+                     and valid_at(f, now)), key=lambda f: -f["valid_at"])[:9]
+    want_c = sorted((f for f in facts if not f.get("forgotten") and f["kind"] == "claim"),
+                    key=lambda f: -f["created_at"])[:9]
+    want_g = sorted(goals, key=lambda g: (g["status"] != "BLOCKED", -g["created_at"]))[:5]
+    monkeypatch.setattr(st, "all", lambda db: pytest.fail(f"loaded every {db}"))
+    assert [e["id"] for e in world.entities(7, now=now)] == [e["id"] for e in want_e]
+    got_f, got_c = world.facts(at=now, claims=True, n=9)
+    assert [f["id"] for f in got_f] == [f["id"] for f in want_f]
+    assert [f["id"] for f in got_c] == [f["id"] for f in want_c] and want_c
+    assert [g["id"] for g in world.goals(n=5, include_user=True)] == [g["id"] for g in want_g]
+    assert [g["id"] for g in world.goals(n=5)] == [g["id"] for g in sorted(
+        (g for g in goals if g["type"] != "USER"),
+        key=lambda g: (g["status"] != "BLOCKED", -g["created_at"]))[:5]]
 
 
 def test_a_projection_reads_beside_a_write_in_progress_and_a_resize_waits_for_readers(world):

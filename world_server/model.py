@@ -21,6 +21,7 @@ operator (Law 1), until `artoo goals accept` (â†’ PENDING/ACTIVE) or `reject` (â
 from __future__ import annotations
 
 import hashlib
+import heapq
 import logging
 import os
 import time
@@ -555,27 +556,33 @@ class WorldModel:
         return self.store.transact(tx)
 
     # -- queries -----------------------------------------------------------------------------------
+    # The listings below read every record once but keep only the n they show (heapq.nlargest:
+    # the order a stable sort gives, ties in scan order): a listing of a long history must not
+    # lift the long-lived world process's heap by the size of that history.
+    def _top(self, db: str, n: int, keep, key) -> list[dict]:
+        with self.store.read() as txn:
+            return heapq.nlargest(n, (v for _, v in self.store.scan(txn, db) if keep(v)), key=key)
+
     def entities(self, n: int = 50, now: Optional[float] = None,
                  include_forgotten: bool = False) -> list[dict]:
         now = time.time() if now is None else now
-        ents = [self.entity_view(e, now) for e in self.store.all("entities")
-                if include_forgotten or not e.get("forgotten")]
-        ents.sort(key=lambda e: -self.weight(e, now))
-        return ents[:max(1, n)]
+        top = self._top("entities", max(1, n), lambda e: include_forgotten or not e.get("forgotten"),
+                        lambda e: self.weight(e, now))
+        return [self.entity_view(e, now) for e in top]
 
     def facts(self, *, at: Optional[float] = None, as_of: Optional[float] = None,
               claims: bool = False, n: int = 50) -> tuple[list[dict], list[dict]]:
         """Facts valid at `at` (default now), as known at `as_of` (default now); claims apart."""
         now = time.time()
         at = now if at is None else at
-        rows = [f for f in self.store.all("facts") if not f.get("forgotten")]
-        if as_of is not None:
-            rows = [f for f in rows if known_at(f, as_of)]
-        facts = [f for f in rows if f["kind"] == "fact" and valid_at(f, at)]
-        facts.sort(key=lambda f: -f["valid_at"])
-        cl = [f for f in rows if f["kind"] == "claim"] if claims else []
-        cl.sort(key=lambda f: -f["created_at"])
-        return facts[:n], cl[:n]
+
+        def known(f: dict) -> bool:
+            return not f.get("forgotten") and (as_of is None or known_at(f, as_of))
+        facts = self._top("facts", n, lambda f: known(f) and f["kind"] == "fact" and
+                          valid_at(f, at), lambda f: f["valid_at"])
+        cl = self._top("facts", n, lambda f: known(f) and f["kind"] == "claim",
+                       lambda f: f["created_at"]) if claims else []
+        return facts, cl
 
     def show(self, ref: str) -> dict:
         now = time.time()
@@ -673,13 +680,10 @@ class WorldModel:
                 "facts": facts}
 
     def goals(self, status: str = "", n: int = 50, include_user: bool = False) -> list[dict]:
-        rows = self.store.all("goals")
-        if not include_user:
-            rows = [g for g in rows if g["type"] != "USER"]
-        if status:
-            rows = [g for g in rows if g["status"].lower() == status.lower()]
-        rows.sort(key=lambda g: (g["status"] != "BLOCKED", -g["created_at"]))
-        return rows[:n]
+        """Proposals waiting for the operator first, then the newest."""
+        return self._top("goals", n, lambda g: (include_user or g["type"] != "USER") and (
+            not status or g["status"].lower() == status.lower()),
+            lambda g: (g["status"] == "BLOCKED", g["created_at"]))
 
     def goal(self, ref: str) -> dict:
         with self.store.read() as txn:
