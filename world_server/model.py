@@ -544,13 +544,13 @@ class WorldModel:
             mark = {"at": now, "by": by, "reason": reason}
             ent["forgotten"] = mark
             st.put(txn, "entities", ent["id"], ent)
-            n = 0
-            for fid, f in list(st.scan(txn, "facts")):
-                if ent["id"] in (f["subject"], f"{f['predicate']}:{f['object']}") \
-                        and not f.get("forgotten"):
-                    f["forgotten"] = mark
-                    st.put(txn, "facts", fid, f)
-                    n += 1
+            about = [(fid, f) for fid, f in st.scan(txn, "facts")      # written after the scan
+                     if ent["id"] in (f["subject"], f"{f['predicate']}:{f['object']}")
+                     and not f.get("forgotten")]
+            for fid, f in about:
+                f["forgotten"] = mark
+                st.put(txn, "facts", fid, f)
+            n = len(about)
             st.audit(txn, "forget", entity=ent["id"], by=by, reason=reason, facts=n)
             return {**ent, "facts_forgotten": n}
         return self.store.transact(tx)
