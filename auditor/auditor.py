@@ -521,14 +521,14 @@ class AuditorService:
         poller.register(self._wake_r, zmq.POLLIN)
         next_tick = time.monotonic() + 0.25
         next_report = time.monotonic() + self.s.audit_report_interval_s
-        gather, capped = Gather(self.s.observer_gather_ms / 1000), False   # off every task's path
+        gather = Gather(self.s.observer_gather_ms / 1000)   # off every task's path
         while not self._stop.is_set():
             now_m = time.monotonic()
             timeout = max(0.0, min(next_tick, next_report) - now_m)
             events = dict(poller.poll(int(timeout * 1000) + 1))
             if self._sub in events:
-                gather.before_drain(capped)
-                capped = self._drain(limit=2000) >= 2000
+                gather.before_drain()
+                gather.after_drain(self._drain(limit=2000) >= 2000)
             if self._wake_r in events:
                 try:
                     os.read(self._wake_r, 4096)

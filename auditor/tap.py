@@ -106,7 +106,7 @@ class Tap:
         sock.send_multipart([FROM, POS.pack(self.epoch, self.expected - 1)])
         # off every task's path: take the relay's batches in bursts (the relay stamps receive
         # times, so the log's times are the proxy's whatever the pace here)
-        gather, capped = Gather(self.settings.observer_gather_ms / 1000), False
+        gather = Gather(self.settings.observer_gather_ms / 1000)
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
@@ -114,13 +114,13 @@ class Tap:
                 if unsynced_since is not None:
                     timeout = max(0.0, unsynced_since + interval - now)
                 if sock.poll(int(timeout * 1000) + 1):
-                    gather.before_drain(capped)
-                    capped = True
+                    gather.before_drain()
+                    gather.after_drain(True)
                     for _ in range(64):
                         try:
                             frames = sock.recv_multipart(zmq.NOBLOCK)
                         except zmq.Again:
-                            capped = False
+                            gather.after_drain(False)
                             break
                         need = self._handle(frames)
                         if need is not None and (need != asked_for or now - asked_at > 1.0):

@@ -99,7 +99,6 @@ class BusClient(Inbound, Outbound):
         self._cpu_touch = self.cpu.touch if self.cpu.enabled else None
         # an observer process sets this to take messages in bursts (common.Gather); None: at once
         self.gather: Gather | None = None
-        self._drain_capped = False
 
         self._outq: queue.SimpleQueue = queue.SimpleQueue()
         self._batch: list[tuple[bytes, dict]] = []  # acks + heartbeat, sent at a wake-up's end
@@ -562,21 +561,24 @@ class BusClient(Inbound, Outbound):
                 self._flush_batch()    # the acks of the last wake-up, the heartbeat
                 events = dict(poller.poll(timeout_ms))
                 if self._sub in events:
-                    if self.gather is not None:
-                        self.gather.before_drain(self._drain_capped)
+                    gather = self.gather
+                    if gather is not None:
+                        gather.before_drain()
                     # drain the socket: every message already queued is handled in this wake-up
                     recv_frames, on_frames = self._recv_raw, self._on_frames
-                    self._drain_capped = True
+                    capped = True
                     for _ in range(1000):  # bounded batch keeps timers and the queue served
                         frames = recv_frames()
                         if frames is None:
-                            self._drain_capped = False
+                            capped = False
                             break
                         try:
                             on_frames(frames)
                         except Exception as exc:  # survive any input, whatever it trips over
                             self.rejected["internal"] += 1
                             log.exception("%s: frame handling failed: %s", self.node, exc)
+                    if gather is not None:
+                        gather.after_drain(capped)
                 if self._wake_fd in events:
                     try:
                         os.eventfd_read(self._wake_fd)

@@ -43,17 +43,22 @@ class Gather:
     Gathering costs them a lag of at most `period_s` and the task nothing (docs/BENCHMARKS.md).
     After a drain that stopped at its limit (more was waiting) there is no wait: under load the
     pace is the drain's, never slower."""
-    __slots__ = ("period_s", "bursts")
+    __slots__ = ("period_s", "bursts", "capped")
 
     def __init__(self, period_s: float):
         self.period_s = max(0.0, period_s)
         self.bursts = 0             # wake-ups that took messages
+        self.capped = False         # the last drain stopped at its limit: more was waiting
 
-    def before_drain(self, more_waiting: bool = False) -> None:
-        """Called when messages have arrived, before taking them (sleeps on the caller's thread)."""
+    def before_drain(self, more_waiting: bool | None = None) -> None:
+        """Called when messages have arrived, before taking them (sleeps on the caller's thread);
+        `more_waiting` defaults to whether the last drain stopped at its limit (`after_drain`)."""
         self.bursts += 1
-        if self.period_s > 0 and not more_waiting:
+        if self.period_s > 0 and not (self.capped if more_waiting is None else more_waiting):
             time.sleep(self.period_s)
+
+    def after_drain(self, capped: bool) -> None:
+        self.capped = capped
 
 
 class ReplySlot:
