@@ -24,7 +24,7 @@ from audit_support import wait_until
 from conftest import REPO, start_process, stop_process, wait_bus_ready
 from protocol import curve
 from protocol.bus import BusClient, BusTimeout
-from protocol.bus.common import DEFER, ReplyCache, ReplySlot, SeenSet
+from protocol.bus.common import DEFER, ReplyCache, SeenSet
 from protocol.bus.outbox import Outbox
 from protocol.envelope import Envelope, encode, topic_for
 from protocol.messages import (EffectorStarted, MemoryQuery, MemoryResult, PlanningFailed,
@@ -412,11 +412,14 @@ def test_tcp_endpoints_require_an_allowed_curve_key(artoo_env, monkeypatch, tmp_
         got = threading.Event()
         listener = BusClient("metaval", settings=settings, heartbeat=False)
         listener.on("EffectorStarted", lambda env, msg: got.set())
+        listener.on("MemoryQuery", lambda env, msg: MemoryResult(op=msg.op), request=True)
         clients.append(listener.start())
         talker = BusClient("spawner", settings=settings, heartbeat=False).start()
         clients.append(talker)
         talker.publish(build(EffectorStarted))
         assert got.wait(10), "an allowed client's message did not arrive"
+        # a request's reply comes back on the asking thread's own socket, under CURVE too
+        assert talker.request(MemoryQuery(op="stats"), to="metaval", timeout=10)[1].op == "stats"
         from services.runtime.bus import query_control
         assert query_control(settings)["ok"] is True
 
@@ -532,17 +535,108 @@ def test_a_re_sent_request_is_answered_from_the_reply_cache_only_while_it_is_kep
         "MemoryQuery", lambda env, msg: calls.append(env.id) or MemoryResult(op=msg.op),
         request=True), settings=dataclasses.replace(settings, reply_keep_s=keep_s))
     asker = bus_clients("planner")
-    env = asker._envelope(MemoryQuery(op="stats"), None, "memory", None, asker.node, None)
+    channel, mid = asker._channels.mine(asker._stop_fd), asker.new_id()
     sent = replier.sent
-    for copy in (1, 2):
-        slot = ReplySlot()
-        asker._futures[env.id] = slot
-        asker._submit(("pub", env, topic_for(env.type, env.task), None))
-        assert slot.result(10)[1].op == "stats"                 # each copy is answered
+    for copy in (1, 2):                         # as request() re-sends: the same id
+        asker.publish(MemoryQuery(op="stats"), to="memory", reply_to=channel.name, msg_id=mid)
+        assert channel.wait_reply(mid, 10)[1].op == "stats"    # each copy is answered
     # the replier counts a send after it returns: the asker can hold the answer a moment before
     wait_until(lambda: replier.sent >= sent + 2, 10, "both replies counted")
     assert len(calls) == handled and replier.sent == sent + 2
     assert len(replier._replies) == (1 if keep_s else 0)
+
+
+def test_each_requesting_thread_gets_its_replies_at_its_own_address(bus_process, bus_clients):
+    """Replies go to the requesting thread's own reply address and socket (bus/replies.py), not
+    through the loop thread: threads asking at once each get their own answers in order, each
+    on an address of its own, and the loop thread takes none of them."""
+    bus_clients("memory", lambda c: c.on(
+        "MemoryQuery", lambda env, msg: MemoryResult(op=msg.op, stats={"n": msg.n}),
+        request=True, threaded=True))
+    asker = bus_clients("planner")
+    by_loop = asker.received
+    got: dict[int, list] = {}
+
+    def ask(k: int) -> None:
+        got[k] = [asker.request(MemoryQuery(op="stats", n=100 * k + i), to="memory",
+                                timeout=WAIT)[1].stats["n"] for i in range(20)]
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert got == {k: [100 * k + i for i in range(20)] for k in range(4)}
+    names = {channel.name for channel in asker._channels._by_thread.values()}
+    assert len(names) == 4 and all(name.startswith(f"{asker.node}~") for name in names)
+    assert asker.received == by_loop
+    assert asker.stats()["received"] >= by_loop + 80      # the channels' frames still count
+
+
+def test_a_reply_address_drops_what_is_not_its_answer(bus_process, bus_clients):
+    """Ahead of the answer, on the same connection (so in that order), the replier sends the
+    requester's address a frame that is not an envelope and a well-formed reply to another
+    request: the first is counted as rejected, the second dropped, the answer returned."""
+    def answer(env, msg):
+        replier._send_frames([topic_for("MemoryResult", node=env.reply_to), b"\xc1 no"])
+        replier.publish(MemoryResult(op="stale"), node=env.reply_to, corr="an-earlier-request")
+        return MemoryResult(op=msg.op)
+
+    replier = bus_clients("memory", lambda c: c.on("MemoryQuery", answer, request=True))
+    asker = bus_clients("planner")
+    rejected = sum(asker.rejected.values())
+    env, reply = asker.request(MemoryQuery(op="stats"), to="memory", timeout=WAIT)
+    assert reply.op == "stats" and env.sender == "memory"
+    assert sum(asker.rejected.values()) == rejected + 1
+
+
+def test_stop_ends_a_request_waiting_for_its_reply(bus_process, bus_clients):
+    """Nobody answers; stop() from another thread ends the wait (60 s otherwise) with
+    BusTimeout, the loop closes the reply socket and terminates, and a later request fails."""
+    asker = bus_clients("planner")
+    errors: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            asker.request(MemoryQuery(op="stats"), to="memory", timeout=60)
+        except BusTimeout as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    wait_until(lambda: any(ch.lock.locked() for ch in asker._channels._by_thread.values()),
+               WAIT, "the request waiting on its channel")
+    asker.stop()
+    thread.join(20)
+    assert not thread.is_alive() and len(errors) == 1 and "stopped" in str(errors[0])
+    assert asker.wait_stopped(10) and asker._channels.closed
+    with pytest.raises(BusTimeout):
+        asker.request(MemoryQuery(op="stats"), to="memory", timeout=1)
+
+
+def test_the_reply_sockets_of_ended_threads_are_closed(bus_process, bus_clients):
+    """17 threads ask and stay alive, then end; the next new asker's channel is the only one
+    left open: a client serving requests from short-lived threads keeps a socket per live one."""
+    bus_clients("memory", lambda c: c.on(
+        "MemoryQuery", lambda env, msg: MemoryResult(op=msg.op), request=True))
+    asker = bus_clients("planner")
+    release = threading.Event()
+
+    def ask_and_stay() -> None:
+        asker.request(MemoryQuery(op="stats"), to="memory", timeout=WAIT)
+        release.wait(60)
+
+    threads = [threading.Thread(target=ask_and_stay) for _ in range(17)]
+    for thread in threads:
+        thread.start()
+    wait_until(lambda: len(asker._channels._by_thread) == 17, WAIT, "17 channels")
+    earlier = list(asker._channels._by_thread.values())
+    release.set()
+    for thread in threads:
+        thread.join(30)
+    asker.request(MemoryQuery(op="stats"), to="memory", timeout=WAIT)   # this thread's first
+    assert len(asker._channels._by_thread) == 1
+    assert all(channel.closed and channel.sock.closed for channel in earlier)
 
 
 def test_the_reply_cache_forgets_by_age_and_by_count():
@@ -711,23 +805,3 @@ def test_an_outbox_entry_acked_while_it_is_read_is_skipped(tmp_path, monkeypatch
     assert [payload for _, payload, _, _ in box.load()] == [b"pb"]
 
 
-def test_a_reply_slot_wakes_its_waiter_once_with_the_first_reply_or_error():
-    """The request waiter's slot (pure logic; request/reply itself runs on the real bus in the
-    tests above): it times out empty, wakes a blocked waiter on the first reply, keeps that reply
-    against a duplicate or a late stop(), and raises what stop() set when no reply came."""
-    from protocol.bus.common import ReplySlot
-    slot = ReplySlot()
-    with pytest.raises(TimeoutError):
-        slot.result(0.01)
-    got = []
-    waiter = threading.Thread(target=lambda: got.append(slot.result(10)))
-    waiter.start()
-    slot.set_result("first")
-    slot.set_result("duplicate")
-    slot.set_exception(BusTimeout("stopped"))
-    waiter.join(10)
-    assert got == ["first"] and slot.done() and slot.result(0) == "first"
-    stopped = ReplySlot()
-    stopped.set_exception(BusTimeout("bus client stopped"))
-    with pytest.raises(BusTimeout):
-        stopped.result(1)

@@ -21,12 +21,13 @@ from ..envelope import (LIVE_KEYS, NO_TASK, PROTOCOL_VERSION, Envelope, Protocol
 from ..messages import Body, Heartbeat, MESSAGE_TYPES
 from ..settings import Settings, load_settings
 from .common import (ALL, LRU_CAP, BusTimeout, Gather, Handler, Lru, Pending, ReplyCache,
-                     ReplySlot, SeenSet, Subscription)
+                     SeenSet, Subscription)
 from .cpulatency import QUIET, CpuLatency
 from .inbound import Inbound
 from .outbound import ENCODE, Outbound
 from .membership import Membership
 from .outbox import Outbox
+from .replies import ReplyChannels
 
 log = logging.getLogger("artoo.bus")
 
@@ -90,7 +91,7 @@ class BusClient(Inbound, Outbound):
         self._delivered = SeenSet(LRU_CAP)                       # MACs of frames dispatched
         self._replies = ReplyCache(self.settings.reply_keep_s)   # request id -> reply frames
         self._answering: set[str] = set()                          # request ids being handled
-        self._futures: dict[str, ReplySlot] = {}
+        self._channels = ReplyChannels(self)   # each requesting thread's reply socket
         self._timers: list[list] = []                               # [next_at, interval, fn]
         self._in_flight = 0
         self._in_flight_lock = threading.Lock()
@@ -103,6 +104,7 @@ class BusClient(Inbound, Outbound):
         self._outq: queue.SimpleQueue = queue.SimpleQueue()
         self._batch: list[tuple[bytes, dict]] = []  # acks + heartbeat, sent at a wake-up's end
         self._wake_fd = -1                  # an eventfd from start() until stop()
+        self._stop_fd = -1                  # another, written once on stop: ends reply waits
         self._wake_pending = False          # coalesces wake-ups: one eventfd write per drain
         self._send_lock = threading.Lock()  # guards the PUB socket, _seq and _pending inserts
         self._pub_live = False              # PUB socket connected and not yet closed
@@ -179,6 +181,7 @@ class BusClient(Inbound, Outbound):
         # resume sends before start: those are pending here already, not to be sent twice)
         left = self._outbox.load() if self._outbox is not None else []
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._stop_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._pool = ThreadPoolExecutor(self.settings.handler_threads,
                                         thread_name_prefix=f"{self.role}-h")
         self._thread = threading.Thread(target=self._loop_main, name=f"bus-{self.role}",
@@ -224,17 +227,26 @@ class BusClient(Inbound, Outbound):
                 time.sleep(0.02)
         self.state = "stopping"
         self._stop.set()
+        self._signal_stop()
         self._wake()
         if self._thread and self._thread is not threading.current_thread():
             self._thread.join(5)
-        if self._stopped.is_set() and self._wake_fd >= 0:  # closed only once nobody can poll it
-            fd, self._wake_fd = self._wake_fd, -1
-            os.close(fd)
+        if self._stopped.is_set():  # closed only once nobody can poll them (channels closed)
+            for name in ("_wake_fd", "_stop_fd"):
+                fd = getattr(self, name)
+                if fd >= 0:
+                    setattr(self, name, -1)
+                    os.close(fd)
         if self._pool:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        for fut in list(self._futures.values()):
-            if not fut.done():
-                fut.set_exception(BusTimeout("bus client stopped"))
+
+    def _signal_stop(self) -> None:
+        fd = self._stop_fd
+        if fd >= 0:
+            try:
+                os.eventfd_write(fd, 1)
+            except OSError:
+                pass
 
     def wait_stopped(self, timeout: float | None = None) -> bool:
         return self._stopped.wait(timeout)
@@ -253,6 +265,12 @@ class BusClient(Inbound, Outbound):
         `msg_id`: re-publish under an id chosen earlier (receivers de-dup by id)."""
         tname, body, task, trace = self._body(msg, task, trace)
         mid = msg_id or f"{self._id_prefix}{next(self._id_counter):x}"
+        self._emit(tname, body, task, to, node, corr, reply_to, trace, as_role or self.role, mid)
+        return mid
+
+    def _emit(self, tname: str, body: dict, task: str, to, node, corr, reply_to, trace,
+              sender: str, mid: str) -> list[bytes] | None:
+        """Send one envelope from any thread; its frames (None: queued for the loop, not live)."""
         topic = self._topics.get((tname, task, node))
         if topic is None:             # kept per (type, task, node); a few hundred at most
             if len(self._topics) >= LIVE_KEYS:
@@ -264,20 +282,16 @@ class BusClient(Inbound, Outbound):
             with self._send_lock:
                 pack = self._pack
                 if pack is not None:  # C: the envelope's msgpack written with no wire map
-                    self._send_payload_locked(topic, pack(
-                        mid, time.time(), tname, as_role or self.role, self.node,
-                        self._next_seq(topic), task, to, corr, reply_to, trace, ENCODE(body)))
-                else:
-                    self._send_wire_locked(topic, {
-                        "v": PROTOCOL_VERSION, "id": mid, "ts": time.time(), "type": tname,
-                        "from": as_role or self.role, "node": self.node, "seq": 0, "task": task,
-                        "to": to, "corr": corr, "reply_to": reply_to, "trace": trace,
-                        "body": body})
-        else:
-            self._submit(("pub", Envelope(tname, dict(body), as_role or self.role, self.node, 0,
-                                          task, mid, time.time(), to, corr, reply_to, trace),
-                          topic, None))
-        return mid
+                    return self._send_payload_locked(topic, pack(
+                        mid, time.time(), tname, sender, self.node, self._next_seq(topic), task,
+                        to, corr, reply_to, trace, ENCODE(body)))
+                return self._send_wire_locked(topic, {
+                    "v": PROTOCOL_VERSION, "id": mid, "ts": time.time(), "type": tname,
+                    "from": sender, "node": self.node, "seq": 0, "task": task, "to": to,
+                    "corr": corr, "reply_to": reply_to, "trace": trace, "body": body})
+        self._submit(("pub", Envelope(tname, dict(body), sender, self.node, 0, task, mid,
+                                      time.time(), to, corr, reply_to, trace), topic, None))
+        return None
 
     def new_id(self) -> str:
         return f"{self._id_prefix}{next(self._id_counter):x}"
@@ -303,31 +317,28 @@ class BusClient(Inbound, Outbound):
 
     def request(self, msg: Body, *, to: str, timeout: float | None = None,
                 task: str | None = None) -> tuple[Envelope, Any]:
-        """Request/reply by correlation id; re-sends with backoff until a reply or the timeout."""
+        """Request/reply by correlation id; re-sends with backoff until a reply or the timeout.
+        The reply comes to this thread's own reply address and socket (protocol/bus/replies.py)."""
         if threading.current_thread() is self._thread:
             raise RuntimeError("request() would deadlock on the bus loop thread; use threaded=True")
         timeout = timeout or self.settings.request_timeout_s
-        env = self._envelope(msg, task, to, None, self.node, None)
-        fut = ReplySlot()
-        self._futures[env.id] = fut
-        topic = topic_for(env.type, env.task)
-        try:
-            deadline = time.monotonic() + timeout
-            wait = 0.5
-            self._submit(("pub", env, topic, None))
-            while True:
+        deadline = time.monotonic() + timeout
+        channel = self._channels.mine(self._stop_fd)
+        mid = self.new_id()
+        wait = 0.5
+        with channel.lock:
+            if channel.closed:
+                raise BusTimeout("bus client stopped")
+            while True:   # each copy under the same id: the replier answers it once (dedup)
+                self.publish(msg, task=task, to=to, reply_to=channel.name, msg_id=mid)
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise BusTimeout(f"no reply to {env.type} from {to} within {timeout}s")
-                try:
-                    return fut.result(min(wait, remaining))
-                except TimeoutError:
-                    if self._stop.is_set():
-                        raise BusTimeout("bus client stopped") from None
-                    self._submit(("pub", env, topic, None))  # same id: the replier dedups
-                    wait = min(wait * 2, 2.0)
-        finally:
-            self._futures.pop(env.id, None)
+                got = channel.wait_reply(mid, max(0.0, min(wait, remaining)))
+                if got is not None:
+                    return got
+                if time.monotonic() >= deadline:
+                    raise BusTimeout(f"no reply to {type(msg).__name__} from {to} within "
+                                     f"{timeout}s")
+                wait = min(wait * 2, 2.0)
 
     def reply(self, request_env: Envelope, msg: Body) -> None:
         """Answer a request (normally done for you by handlers registered with request=True)."""
@@ -346,7 +357,7 @@ class BusClient(Inbound, Outbound):
     def stats(self) -> dict:
         return {
             "node": self.node, "role": self.role, "instance": self.instance,
-            "received": self.received, "sent": self.sent, "rejected": dict(self.rejected),
+            "received": self.received + self._channels.received(), "sent": self.sent, "rejected": dict(self.rejected),
             "gaps": dict(self.gaps), "unacked": len(self._pending), "lost": self.lost,
             "handler_errors": self.handler_errors, "in_flight": self._in_flight,
             "signed": self._signer is not None, "duplicates": self.duplicates,
@@ -449,9 +460,18 @@ class BusClient(Inbound, Outbound):
     def _send_reply(self, req: Envelope, msg: Body) -> None:
         if not req.reply_to:
             return
-        env = self._envelope(msg, req.task, req.sender, req.id, None, req.trace)
-        frames = self._send_env(env, topic_for(env.type, env.task, req.reply_to))
-        self._replies.put(req.id, frames)
+        tname, body, task, trace = self._body(msg, req.task, req.trace)
+        frames = self._emit(tname, body, task, req.sender, req.reply_to, req.id, None, trace,
+                            self.role, self.new_id())
+        if frames is not None:
+            self._replies.put(req.id, frames)
+
+    def _send_probe(self, name: str, nonce: str) -> None:
+        """A probe to the address `name` (this node's own, or one of its reply channels), which
+        comes back through the proxy once the subscription to it is live."""
+        env = Envelope(type="Hello", body={"node": name, "nonce": nonce}, sender=self.role,
+                       node=self.node, id=self.new_id(), ts=time.time(), to="self")
+        self._send_env(env, topic_for("Hello", node=name))
 
     def _ack(self, env: Envelope, ok: bool = True, error: str | None = None,
              role: str | None = None) -> None:
@@ -475,10 +495,7 @@ class BusClient(Inbound, Outbound):
     def _send_hello(self) -> None:
         if not self._hello_nonce:
             self._hello_nonce = secrets.token_hex(8)
-        env = Envelope(type="Hello", body={"node": self.node, "nonce": self._hello_nonce},
-                       sender=self.role, node=self.node, id=self.new_id(), ts=time.time(),
-                       to="self")
-        self._send_env(env, topic_for("Hello", node=self.node))
+        self._send_probe(self.node, self._hello_nonce)
 
     def _note(self, reason: str, message: str) -> None:
         self._log_budget[reason] += 1
@@ -603,6 +620,8 @@ class BusClient(Inbound, Outbound):
             except Exception:
                 pass
             self.cpu.close()
+            self._signal_stop()
+            self._channels.close_all()   # their sockets close before the context terminates
             self._stopped.set()
             with self._send_lock:
                 self._pub_live = False
@@ -639,7 +658,7 @@ class BusClient(Inbound, Outbound):
                        state=self.state, in_flight=self._in_flight, version=self.version,
                        started_at=self.started_at, uptime_s=time.time() - self.started_at,
                        gaps=dict(self.gaps.most_common(20)), rejected=dict(self.rejected),
-                       received=self.received, sent=self.sent, unacked=len(self._pending),
+                       received=self.received + self._channels.received(), sent=self.sent, unacked=len(self._pending),
                        lost=self.lost, info=info)
         tname, body, task, trace = self._body(hb, self.role, None)
         self._batch.append((topic_for("Heartbeat", task), {

@@ -34,17 +34,28 @@ class Inbound:
         self.rejected[exc.reason] += 1
         self._note(exc.reason, f"rejected frame: {exc}")
 
-    def _on_frames(self, frames: list[bytes]) -> None:
-        self.received += 1
+    def _check_frames(self, frames: list[bytes]) -> Envelope | None:
+        """The envelope of a received frame that passes every check (its MAC, its shape, its
+        age), or None — counted as rejected, with the reason logged (any thread)."""
         try:
-            topic, env = decode(frames, self.settings.max_frame_bytes, self._signer)
+            _topic, env = decode(frames, self.settings.max_frame_bytes, self._signer)
         except ProtocolError as exc:
             self._reject(exc)
-            return
+            return None
         if self._max_age and env.ts < time.time() - self._max_age:
             self._reject(ProtocolError("stale", f"{env.type} {env.id} from {env.node} sent at "
                                                 f"{env.ts:.0f}, older than {self._max_age:.0f}s"))
+            return None
+        if self._cpu_touch is not None and env.type not in QUIET:
+            self._cpu_touch()
+        return env
+
+    def _on_frames(self, frames: list[bytes]) -> None:
+        self.received += 1
+        env = self._check_frames(frames)
+        if env is None:
             return
+        topic = frames[0]
         stream = topic.split(b"/", 1)[0]  # = stream_of(topic), inlined on the hot path
         mine = topic.startswith(self._my_prefix)
         if mine or self._all_subscribed or stream in self._full_streams:
@@ -61,8 +72,6 @@ class Inbound:
                         del self._last_seq[old]
                 self._last_seq[key] = env.seq
         tname = env.type
-        if self._cpu_touch is not None and tname not in QUIET:
-            self._cpu_touch()
         if mine:
             if tname == "Hello":
                 if env.body.get("nonce") == self._hello_nonce:
@@ -74,16 +83,6 @@ class Inbound:
                 return
             if tname == "Ack":
                 self._on_ack(env)
-                return
-            if env.corr and env.corr in self._futures:
-                try:
-                    body = parse_body(env)
-                except ProtocolError as exc:
-                    self._reject(exc)
-                    return
-                fut = self._futures.get(env.corr)
-                if fut and not fut.done():
-                    fut.set_result((env, body))
                 return
         subs = self._by_type.get(tname)
         if self._wildcard:
