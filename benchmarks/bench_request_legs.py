@@ -2,8 +2,9 @@
 pyzmq ping-pong through the same proxy.
 
 Each process stamps `time.monotonic_ns()` (one clock for the whole machine) where a frame is
-sent, where the loop thread has it, where the handler runs and where the reply reaches the
-waiting thread's slot; medians per leg over N round trips. The raw ping-pong is the floor the
+sent, where the replier's loop thread has it, where the handler runs and where the reply reaches
+the requesting thread (on its own reply socket, protocol/bus/replies.py); medians per leg over N
+round trips. The raw ping-pong is the floor the
 wire sets: two Python processes blocking in `recv` on the same XSUB/XPUB proxy.
 
     .venv/bin/python benchmarks/bench_request_legs.py [--round-trips 2000]
@@ -26,29 +27,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_bus  # noqa: E402
 from protocol.bus import BusClient  # noqa: E402
-from protocol.bus import common  # noqa: E402
 from protocol.bus.cpulatency import CpuLatency  # noqa: E402
 from protocol.messages import MemoryQuery, MemoryResult  # noqa: E402
 from protocol.settings import load_settings  # noqa: E402
 
 
 def _stamp_bus(rec: dict) -> None:
-    """Stamp, in this process, each MemoryQuery/MemoryResult frame sent and each frame the loop
-    thread takes in (wrapping the two methods every frame passes)."""
-    on_frames, send = BusClient._on_frames, BusClient._send_wire_locked
+    """Stamp, in this process, each MemoryQuery/MemoryResult frame sent and each frame taken in,
+    by the loop thread or a requesting thread (wrapping the methods every such frame passes)."""
+    check, send = BusClient._check_frames, BusClient._send_payload_locked
 
     def stamped_in(self, frames):
-        if frames[0][:1] == b"@" or b"Memory" in frames[0]:
+        if b"Memory" in frames[0]:
             rec.setdefault("in", []).append(time.monotonic_ns())
-        return on_frames(self, frames)
+        return check(self, frames)
 
-    def stamped_out(self, topic, wire, pending=None):
-        frames = send(self, topic, wire, pending)
+    def stamped_out(self, topic, payload, msg_id="", pending=None):
+        frames = send(self, topic, payload, msg_id, pending)
         if b"Memory" in topic:
             rec.setdefault("out", []).append(time.monotonic_ns())
         return frames
 
-    BusClient._on_frames, BusClient._send_wire_locked = stamped_in, stamped_out
+    BusClient._check_frames, BusClient._send_payload_locked = stamped_in, stamped_out
 
 
 def _replier(env: dict, ready, results, seconds: float) -> None:
@@ -149,19 +149,10 @@ def main() -> int:
         ready.wait(30)
         rec: dict = {}
         _stamp_bus(rec)
-        settled: list[int] = []
-        settle = common.ReplySlot._settle
-
-        def stamped_settle(self, value, error):
-            settled.append(time.monotonic_ns())
-            settle(self, value, error)
-
-        common.ReplySlot._settle = stamped_settle
         client = BusClient("planner", settings=settings, heartbeat=False).start()
         client.handshake()
         for _ in range(100):                                   # warm-up
             client.request(MemoryQuery(op="stats"), to="memory")
-        settled.clear()
         rec.clear()
         start, end = [], []
         for i in range(n):
@@ -175,9 +166,8 @@ def main() -> int:
                 ("-> the replier's loop has them", rec["out"], rrec["in"]),
                 ("-> its handler runs", rrec["in"], handled),
                 ("-> reply frames sent", handled, rrec["out"]),
-                ("-> the requester's loop has them", rrec["out"], rec["in"]),
-                ("-> the waiter's slot is set", rec["in"], settled),
-                ("-> the waiting thread returns", settled, end),
+                ("-> the requesting thread has them", rrec["out"], rec["in"]),
+                ("-> it returns the reply", rec["in"], end),
                 ("round trip", start, end)]
         print(f"machine: {bench_bus.idle_policy()}, ARTOO_CPU_LATENCY={settings.cpu_latency}")
         print(f"request/reply legs over {n} round trips, p50 in us:")
