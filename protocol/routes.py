@@ -46,7 +46,8 @@ def _r(*pairs: str, work: bool = False, note: str = "") -> Route:
 
 ROUTES: dict[str, Route] = {
     # infrastructure
-    "Hello": _r(f"{ANY}->{SELF}", note="readiness probe, comes back to its sender"),
+    "Hello": _r(f"{ANY}->{SELF}", note="readiness probe, comes back to its sender (its node, "
+                                       "or a thread's reply address `node~k`)"),
     "Ack": _r(f"{ANY}->{ANY}", note="directed to the sender of the acknowledged message"),
     "Heartbeat": _r(f"{ANY}->{ANY}", note="every second from every process"),
     "LlmUsage": _r(*(f"{r}->{ANY}" for r in LLM_ROLES), note="per-call accounting (telemetry)"),
