@@ -40,6 +40,15 @@ IDLE_WAIT_MS = 1000.0
 _FLAT = fastpath.flat_types()   # bodies that are the model's own __dict__ (fastpath.py)
 
 
+def _signal(fd: int) -> None:
+    """Make an eventfd readable (-1: closed already, nothing to wake)."""
+    if fd >= 0:
+        try:
+            os.eventfd_write(fd, 1)
+        except OSError:
+            pass
+
+
 class BusClient(Inbound, Outbound):
     """A process's connection to the artoo bus (threading model: the protocol.bus docstring)."""
 
@@ -241,12 +250,7 @@ class BusClient(Inbound, Outbound):
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _signal_stop(self) -> None:
-        fd = self._stop_fd
-        if fd >= 0:
-            try:
-                os.eventfd_write(fd, 1)
-            except OSError:
-                pass
+        _signal(self._stop_fd)
 
     def wait_stopped(self, timeout: float | None = None) -> bool:
         return self._stopped.wait(timeout)
@@ -424,12 +428,7 @@ class BusClient(Inbound, Outbound):
         if self._wake_pending:
             return
         self._wake_pending = True
-        fd = self._wake_fd
-        if fd >= 0:
-            try:
-                os.eventfd_write(fd, 1)
-            except OSError:
-                pass
+        _signal(self._wake_fd)
 
     def _process_item(self, item: tuple) -> None:
         kind, a, b, c = item
