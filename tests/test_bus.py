@@ -357,6 +357,8 @@ def test_acked_work_survives_proxy_restart_exactly_once(settings, artoo_env):
         assert all_acked.wait(60), f"only {len(acked)} of {total} acknowledged"
         assert all(ok for _, ok in acked) and sender.stats()["lost"] == 0
         assert sorted(sid for sid, _ in acked) == [f"s{i:03d}" for i in range(total)]
+        # this thread's reply socket (opened before the restart) reconnected and subscribed again
+        assert probe_stats(sender, timeout=30)["node"].startswith("probe-")
         handled = (Path(artoo_env["ARTOO_HOME"]) / "handled.log").read_text().split("\n")
         subtasks = Counter(line.split()[1] for line in handled if line)
         assert set(subtasks) == {f"s{i:03d}" for i in range(total)}

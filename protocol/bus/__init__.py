@@ -8,7 +8,8 @@ socket belongs to the loop thread alone. The PUB socket is shared under one lock
 full memory barrier ZeroMQ asks for when a socket changes threads), so any thread publishes directly:
 sequence number, encoding and send happen atomically, which keeps each stream's sequence in order on
 the wire without a hop through the loop. Everything else (subscriptions, the handshake, de-dup state)
-goes through a queue that wakes the loop via an eventfd.
+goes through a queue that wakes the loop via an eventfd. A thread that makes requests has a SUB
+socket of its own for their replies (replies.py), used by it alone and closed by the loop at stop.
 """
 from ..envelope import PROTOCOL_VERSION
 from ..messages import Ack, Hello
