@@ -372,6 +372,51 @@ def test_acked_work_survives_proxy_restart_exactly_once(settings, artoo_env):
         stop_process(proxy)
 
 
+def test_a_first_request_without_a_proxy_fails_in_its_time_and_the_next_proves_again(
+        settings, artoo_env):
+    """A thread's first request while the proxy is down: its reply address cannot be proven,
+    so the request fails with BusTimeout (within its own time-out, not the handshake's)
+    and keeps no unproven channel; once a proxy is back, the thread's next request proves a
+    fresh one and is answered."""
+    bus_env = {"ARTOO_CAPTURE": "0"}
+    proxy = start_process(["-m", "services.runtime.bus"], bus_env, "bus")
+    clients = []
+    try:
+        wait_bus_ready(settings)
+        replier = BusClient("memory", settings=settings, heartbeat=False)
+        replier.on("MemoryQuery", lambda env, msg: MemoryResult(op=msg.op), request=True)
+        clients.append(replier.start())
+        # a handshake time-out far past the test's wait: only the request's own bounds the probe
+        asker = BusClient("planner", settings=dataclasses.replace(settings, ready_timeout_s=600.0),
+                          heartbeat=False).start()
+        clients.append(asker)
+        proxy.send_signal(signal.SIGKILL)
+        proxy.wait(10)
+        failed, back, got = threading.Event(), threading.Event(), []
+
+        def ask() -> None:           # one thread: a first request that fails, then the next
+            try:
+                asker.request(MemoryQuery(op="stats"), to="memory", timeout=1.0)
+            except BusTimeout:
+                failed.set()
+            back.wait(60)
+            got.append(asker.request(MemoryQuery(op="stats"), to="memory", timeout=30)[1].op)
+
+        thread = threading.Thread(target=ask, daemon=True)
+        thread.start()
+        assert failed.wait(60), "the first request neither failed nor returned"
+        assert asker._channels._by_thread == {}
+        proxy = start_process(["-m", "services.runtime.bus"], bus_env, "bus")
+        wait_bus_ready(settings)
+        back.set()
+        thread.join(60)
+        assert got == ["stats"] and len(asker._channels._by_thread) == 1
+    finally:
+        for client in clients:
+            client.stop()
+        stop_process(proxy)
+
+
 # ----------------------------------------------------------------------------------------------
 # one proxy per data dir
 # ----------------------------------------------------------------------------------------------
@@ -537,7 +582,7 @@ def test_a_re_sent_request_is_answered_from_the_reply_cache_only_while_it_is_kep
         "MemoryQuery", lambda env, msg: calls.append(env.id) or MemoryResult(op=msg.op),
         request=True), settings=dataclasses.replace(settings, reply_keep_s=keep_s))
     asker = bus_clients("planner")
-    channel, mid = asker._channels.mine(asker._stop_fd), asker.new_id()
+    channel, mid = asker._channels.mine(asker._stop_fd, WAIT), asker.new_id()
     sent = replier.sent
     for copy in (1, 2):                         # as request() re-sends: the same id
         asker.publish(MemoryQuery(op="stats"), to="memory", reply_to=channel.name, msg_id=mid)

@@ -327,7 +327,7 @@ class BusClient(Inbound, Outbound):
             raise RuntimeError("request() would deadlock on the bus loop thread; use threaded=True")
         timeout = timeout or self.settings.request_timeout_s
         deadline = time.monotonic() + timeout
-        channel = self._channels.mine(self._stop_fd)
+        channel = self._channels.mine(self._stop_fd, timeout)
         mid = self.new_id()
         wait = 0.5
         with channel.lock:

@@ -125,8 +125,10 @@ class ReplyChannels:
         self._count = 0
         self.closed = False
 
-    def mine(self, stop_fd: int) -> ReplyChannel:
-        """The calling thread's channel, opened and proven on its first request."""
+    def mine(self, stop_fd: int, timeout_s: float) -> ReplyChannel:
+        """The calling thread's channel, opened and proven on its first request (within
+        `timeout_s`: the request's own time-out; a channel not proven in time is closed, and
+        the thread's next request tries again)."""
         ident = threading.get_ident()
         channel = self._by_thread.get(ident)
         if channel is not None:
@@ -139,10 +141,17 @@ class ReplyChannels:
             self._count += 1
             channel = ReplyChannel(client, f"{client.node}~{self._count}", stop_fd)
             self._by_thread[ident] = channel
-        with channel.lock:       # close_all may close it meanwhile: then the client stopped
-            if channel.closed:
-                raise BusTimeout(_STOPPED)
-            channel.prove(client.settings.ready_timeout_s)
+        try:
+            with channel.lock:   # close_all may close it meanwhile: then the client stopped
+                if channel.closed:
+                    raise BusTimeout(_STOPPED)
+                channel.prove(min(timeout_s, client.settings.ready_timeout_s))
+        except BaseException:
+            with self._lock:
+                if self._by_thread.get(ident) is channel:
+                    del self._by_thread[ident]
+            channel.close()
+            raise
         return channel
 
     def _forget_dead_threads(self) -> None:
