@@ -681,9 +681,11 @@ def test_the_reply_sockets_of_ended_threads_are_closed(bus_process, bus_clients)
     release.set()
     for thread in threads:
         thread.join(30)
+    counted = asker.stats()["received"]
     asker.request(MemoryQuery(op="stats"), to="memory", timeout=WAIT)   # this thread's first
     assert len(asker._channels._by_thread) == 1
     assert all(channel.closed and channel.sock.closed for channel in earlier)
+    assert asker.stats()["received"] > counted     # the closed channels' frames still count
 
 
 def test_the_reply_cache_forgets_by_age_and_by_count():

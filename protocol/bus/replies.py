@@ -46,14 +46,18 @@ class ReplyChannel:
         self.received = 0
         self.closed = False
         sock = client._ctx.socket(zmq.SUB)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.RECONNECT_IVL, 50)
-        sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-        sock.setsockopt(zmq.RCVHWM, s.hwm)
-        if curve.is_tcp(s.endpoint("xpub")):
-            curve.apply_client(sock, s)
-        sock.connect(s.endpoint("xpub"))
-        sock.setsockopt(zmq.SUBSCRIBE, f"@{name}/".encode())
+        try:
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.RECONNECT_IVL, 50)
+            sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+            sock.setsockopt(zmq.RCVHWM, s.hwm)
+            if curve.is_tcp(s.endpoint("xpub")):
+                curve.apply_client(sock, s)
+            sock.connect(s.endpoint("xpub"))
+            sock.setsockopt(zmq.SUBSCRIBE, f"@{name}/".encode())
+        except BaseException:
+            sock.close(0)         # an open socket would keep the context from terminating
+            raise
         self.sock = sock
         self._recv = accel.receiver(sock)
         self._items = [(sock, zmq.POLLIN), (stop_fd, zmq.POLLIN)]
@@ -123,6 +127,7 @@ class ReplyChannels:
         self._by_thread: dict[int, ReplyChannel] = {}
         self._lock = threading.Lock()
         self._count = 0
+        self._retired_received = 0    # frames taken by channels closed since
         self.closed = False
 
     def mine(self, stop_fd: int, timeout_s: float) -> ReplyChannel:
@@ -150,7 +155,7 @@ class ReplyChannels:
             with self._lock:
                 if self._by_thread.get(ident) is channel:
                     del self._by_thread[ident]
-            channel.close()
+                    self._retire(channel)
             raise
         return channel
 
@@ -161,10 +166,15 @@ class ReplyChannels:
             return
         alive = {t.ident for t in threading.enumerate()}
         for ident in [i for i in self._by_thread if i not in alive]:
-            self._by_thread.pop(ident).close()
+            self._retire(self._by_thread.pop(ident))
+
+    def _retire(self, channel: ReplyChannel) -> None:
+        channel.close()
+        self._retired_received += channel.received
 
     def received(self) -> int:
-        return sum(ch.received for ch in list(self._by_thread.values()))
+        """Frames taken by the channels, closed ones included (the client's `received`)."""
+        return self._retired_received + sum(ch.received for ch in list(self._by_thread.values()))
 
     def close_all(self) -> None:
         """Close every channel (the loop thread, before it terminates the context)."""
@@ -172,5 +182,5 @@ class ReplyChannels:
             self.closed = True
             channels = list(self._by_thread.values())
             self._by_thread.clear()
-        for channel in channels:
-            channel.close()
+            for channel in channels:
+                self._retire(channel)
