@@ -582,7 +582,7 @@ def test_a_re_sent_request_is_answered_from_the_reply_cache_only_while_it_is_kep
         "MemoryQuery", lambda env, msg: calls.append(env.id) or MemoryResult(op=msg.op),
         request=True), settings=dataclasses.replace(settings, reply_keep_s=keep_s))
     asker = bus_clients("planner")
-    channel, mid = asker._channels.mine(asker._stop_fd, WAIT), asker.new_id()
+    channel, mid = asker._channels.mine(WAIT), asker.new_id()
     sent = replier.sent
     for copy in (1, 2):                         # as request() re-sends: the same id
         asker.publish(MemoryQuery(op="stats"), to="memory", reply_to=channel.name, msg_id=mid)

@@ -236,7 +236,7 @@ class BusClient(Inbound, Outbound):
                 time.sleep(0.02)
         self.state = "stopping"
         self._stop.set()
-        self._signal_stop()
+        _signal(self._stop_fd)
         self._wake()
         if self._thread and self._thread is not threading.current_thread():
             self._thread.join(5)
@@ -248,9 +248,6 @@ class BusClient(Inbound, Outbound):
                     os.close(fd)
         if self._pool:
             self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def _signal_stop(self) -> None:
-        _signal(self._stop_fd)
 
     def wait_stopped(self, timeout: float | None = None) -> bool:
         return self._stopped.wait(timeout)
@@ -327,7 +324,7 @@ class BusClient(Inbound, Outbound):
             raise RuntimeError("request() would deadlock on the bus loop thread; use threaded=True")
         timeout = timeout or self.settings.request_timeout_s
         deadline = time.monotonic() + timeout
-        channel = self._channels.mine(self._stop_fd, timeout)
+        channel = self._channels.mine(timeout)
         mid = self.new_id()
         wait = 0.5
         with channel.lock:
@@ -619,7 +616,7 @@ class BusClient(Inbound, Outbound):
             except Exception:
                 pass
             self.cpu.close()
-            self._signal_stop()
+            _signal(self._stop_fd)
             self._channels.close_all()   # their sockets close before the context terminates
             self._stopped.set()
             with self._send_lock:

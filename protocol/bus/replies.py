@@ -38,7 +38,7 @@ _STOPPED = "bus client stopped"
 class ReplyChannel:
     """One thread's reply socket and address (used by that thread alone, under `lock`)."""
 
-    def __init__(self, client: "BusClient", name: str, stop_fd: int):
+    def __init__(self, client: "BusClient", name: str):
         s = client.settings
         self.client = client
         self.name = name                         # the requests' reply_to
@@ -60,7 +60,7 @@ class ReplyChannel:
             raise
         self.sock = sock
         self._recv = accel.receiver(sock)
-        self._items = [(sock, zmq.POLLIN), (stop_fd, zmq.POLLIN)]
+        self._items = [(sock, zmq.POLLIN), (client._stop_fd, zmq.POLLIN)]
 
     def prove(self, timeout_s: float) -> None:
         """Return once a probe sent to this address comes back through the proxy: the
@@ -130,7 +130,7 @@ class ReplyChannels:
         self._retired_received = 0    # frames taken by channels closed since
         self.closed = False
 
-    def mine(self, stop_fd: int, timeout_s: float) -> ReplyChannel:
+    def mine(self, timeout_s: float) -> ReplyChannel:
         """The calling thread's channel, opened and proven on its first request (within
         `timeout_s`: the request's own time-out; a channel not proven in time is closed, and
         the thread's next request tries again)."""
@@ -144,7 +144,7 @@ class ReplyChannels:
                 raise BusTimeout(_STOPPED)
             self._forget_dead_threads()
             self._count += 1
-            channel = ReplyChannel(client, f"{client.node}~{self._count}", stop_fd)
+            channel = ReplyChannel(client, f"{client.node}~{self._count}")
             self._by_thread[ident] = channel
         try:
             with channel.lock:   # close_all may close it meanwhile: then the client stopped
